@@ -1,0 +1,1 @@
+"""policyctl's engine: parse → check → compile → evaluate → render."""

@@ -1,0 +1,222 @@
+"""The compiled policy: immutable, built once, shared by every run and thread.
+
+Everything here is plain frozen data plus compiled RE2 patterns and Jinja2
+templates, which are safe to share between threads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
+
+from policy.decision import Action, RuleRef
+from policy.diagnostics import Span
+from policy.hints import HintTemplate
+
+ToolRole = Literal["write", "edit", "read", "run", "other"]
+ROLE_FIELDS: dict[str, tuple[str, ...]] = {
+    "write": ("path", "content", "append"),
+    "edit": ("path", "old", "new", "all"),
+    "read": ("path", "start", "end"),
+    "run": ("command",),
+}
+"""For each role, the fields a ``tool`` mapping may bind to argument names."""
+
+ROLE_STATEMENTS: dict[str, ToolRole] = {"writes": "write", "edits": "edit", "reads": "read", "runs": "run"}
+
+
+def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(dict(mapping))
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """A compiled linear-time (RE2) pattern and its source text."""
+
+    source: str
+    flags: str
+    regex: Any  # re2._Regexp; typed loosely because google-re2 ships no stubs
+    groups: tuple[str, ...] = ()
+    """Named capture groups, in pattern order."""
+
+    def search(self, text: str) -> Any:
+        return self.regex.search(text)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """How the policy reads one tool: its role and which argument carries what."""
+
+    name: str
+    role: ToolRole = "other"
+    args: Mapping[str, str] = field(default_factory=dict)
+    """Role field (path, content, append, old, new, all, start, end, command) → argument name."""
+    key_args: tuple[str, ...] | None = None
+    """When set, only these arguments form the call's key."""
+    ignore_args: frozenset[str] = frozenset()
+    """Free-text arguments left out of the call's key (``description``)."""
+    mutates_when: Pattern | None = None
+    """A ``run`` call whose command matches this changes state (pip install, git checkout…)."""
+    fails_when: Pattern | None = None
+    """A result whose text matches this is failed even with status success."""
+    span: Span | None = None
+
+    def arg(self, role_field: str, args: Mapping[str, Any]) -> Any:
+        name = self.args.get(role_field)
+        return args.get(name) if name is not None else None
+
+
+@dataclass(frozen=True)
+class Validator:
+    """A syntax checker: a built-in (python, json, toml, yaml) or an external command."""
+
+    kind: str
+    command: str | None = None
+    timeout: float = 10.0
+
+
+@dataclass(frozen=True)
+class GateRule:
+    ref: RuleRef
+    globs: tuple[str, ...]
+    validator: Validator
+    partial: bool
+    """``partial allow``: an incomplete prefix (later appends may complete it) is allowed."""
+    hint: HintTemplate | None = None
+
+
+@dataclass(frozen=True)
+class SignatureRule:
+    ref: RuleRef
+    pattern: Pattern
+    on_error_only: bool = True
+    tools: frozenset[str] | None = None
+    """Only results of these tools (None: any tool)."""
+    key: tuple[str, ...] = ()
+    """Captures that identify "the same error" for error_streak (default: all named groups)."""
+    hint: HintTemplate | None = None
+    action: Action = "hint"
+
+
+@dataclass(frozen=True)
+class Normalizer:
+    pattern: Pattern
+    replacement: str
+
+
+@dataclass(frozen=True)
+class ToolLimit:
+    warn: int
+    stop: int
+
+
+@dataclass(frozen=True)
+class RepeatRule:
+    ref: RuleRef
+    window: int
+    warn: int
+    stop: int
+    until_progress: bool = False
+    hint: HintTemplate | None = None
+
+
+@dataclass(frozen=True)
+class FrequencyRule:
+    ref: RuleRef
+    window: int
+    warn: int
+    stop: int
+    overrides: Mapping[str, ToolLimit] = field(default_factory=dict)
+    hint: HintTemplate | None = None
+
+    def limit_for(self, tool: str) -> ToolLimit:
+        return self.overrides.get(tool) or ToolLimit(self.warn, self.stop)
+
+
+@dataclass(frozen=True)
+class ErrorStreakRule:
+    ref: RuleRef
+    warn: int
+    stop: int
+    same_captures: bool = True
+    """The same error is the same signature with the same key captures (else: the same signature)."""
+    hint: HintTemplate | None = None
+
+
+@dataclass(frozen=True)
+class OscillationRule:
+    ref: RuleRef
+    min_period: int
+    max_period: int
+    repeats: int
+    no_progress: bool = False
+    action: Action = "warn"
+    hint: HintTemplate | None = None
+
+
+@dataclass(frozen=True)
+class TestCall:
+    name: str
+    args: Mapping[str, Any]
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class TestStep:
+    """One step of a policy test: ``file``, ``turn`` (one or more calls), ``result`` or ``expect``."""
+
+    kind: Literal["file", "turn", "result", "expect"]
+    span: Span | None = None
+    path: str | None = None
+    content: str | None = None
+    calls: tuple[TestCall, ...] = ()
+    status: Literal["success", "error"] = "success"
+    action: Action | None = None
+    rule: str | None = None
+    """``kind name`` of the rule expected to fire."""
+    hint_contains: str | None = None
+    hint_matches: Pattern | None = None
+
+
+@dataclass(frozen=True)
+class PolicyTest:
+    name: str
+    steps: tuple[TestStep, ...]
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class CompiledPolicy:
+    name: str
+    description: str = ""
+    sources: tuple[str, ...] = ()
+    """Every file that went into this policy, base files first."""
+    max_scopes: int = 1000
+    scan_limit: int = 64 * 1024
+    on_internal_error: Literal["allow", "block"] = "allow"
+    tools: Mapping[str, ToolSpec] = field(default_factory=dict)
+    default_ignore_args: frozenset[str] = frozenset()
+    gates: tuple[GateRule, ...] = ()
+    signatures: tuple[SignatureRule, ...] = ()
+    normalizers: tuple[Normalizer, ...] = ()
+    repeat: RepeatRule | None = None
+    frequency: FrequencyRule | None = None
+    error_streak: ErrorStreakRule | None = None
+    oscillation: OscillationRule | None = None
+    hints: Mapping[str, HintTemplate] = field(default_factory=dict)
+    tests: tuple[PolicyTest, ...] = ()
+
+    def tool(self, name: str) -> ToolSpec:
+        """The tool's spec; an undeclared tool is an ``other`` tool with the policy's defaults."""
+        spec = self.tools.get(name)
+        if spec is None:
+            return ToolSpec(name=name, ignore_args=self.default_ignore_args)
+        return spec
+
+    def normalize(self, text: str) -> str:
+        """Strip volatile text (durations, addresses…) before results are compared."""
+        for rule in self.normalizers:
+            text = rule.pattern.regex.sub(rule.replacement, text)
+        return text

@@ -1,0 +1,71 @@
+"""Decisions: what the guard says about an event."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from policy.diagnostics import Span
+
+Action = Literal["allow", "hint", "warn", "block", "stop"]
+
+SEVERITY: dict[str, int] = {"allow": 0, "hint": 1, "warn": 2, "block": 3, "stop": 4}
+
+
+@dataclass(frozen=True)
+class RuleRef:
+    """The policy rule that fired: its kind (gate, signature, loop), name and place in the policy."""
+
+    kind: str
+    name: str
+    span: Span | None = None
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.name}"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The guard's answer for one event.
+
+    ``call_id`` names the tool call the decision concerns (a turn's warning is
+    delivered with that call's result).  ``metadata`` carries structured
+    facts: counts and thresholds, syntax-error location, every matching
+    signature.
+    """
+
+    action: Action = "allow"
+    rule: RuleRef | None = None
+    hint: str | None = None
+    call_id: str | None = None
+    signature: str | None = None
+    captures: Mapping[str, str] = field(default_factory=dict)
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def severity(self) -> int:
+        return SEVERITY[self.action]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "action": self.action,
+            "rule": str(self.rule) if self.rule else None,
+            "call_id": self.call_id,
+            "signature": self.signature,
+            "captures": dict(self.captures),
+            "hint": self.hint,
+            "metadata": dict(self.metadata),
+        }
+
+
+ALLOW = Decision()
+
+
+def most_severe(decisions: Iterable[Decision]) -> Decision:
+    """The first decision of the highest severity (ties keep the earlier one)."""
+    best = ALLOW
+    for decision in decisions:
+        if decision.severity > best.severity:
+            best = decision
+    return best

@@ -1,0 +1,85 @@
+"""What a harness reports: tool calls, their results, and the scope they belong to."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+ResultStatus = Literal["success", "error"]
+
+
+def _coerce_args(raw: Any) -> dict[str, Any]:
+    """Tool arguments as a dict: a JSON string is parsed; anything else that is not a dict
+    becomes ``{"input": raw}`` so a malformed call never crashes the guard."""
+    if isinstance(raw, dict):
+        return raw
+    if isinstance(raw, str):
+        try:
+            parsed = json.loads(raw)
+        except ValueError:
+            return {"input": raw}
+        return parsed if isinstance(parsed, dict) else {"input": parsed}
+    if raw is None:
+        return {}
+    return {"input": raw}
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call the model asked for."""
+
+    id: str
+    name: str
+    args: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "args", _coerce_args(self.args))
+        object.__setattr__(self, "name", str(self.name))
+        object.__setattr__(self, "id", str(self.id))
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What one tool call returned."""
+
+    content: str
+    status: ResultStatus = "success"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.content, str):
+            object.__setattr__(self, "content", _stringify(self.content))
+        if self.status not in ("success", "error"):
+            object.__setattr__(self, "status", "error" if str(self.status).lower() in ("failed", "failure") else "success")
+
+
+def _stringify(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, bytes):
+        return content.decode("utf-8", "replace")
+    if isinstance(content, list):  # LangChain content blocks
+        parts = [block.get("text", "") if isinstance(block, dict) else str(block) for block in content]
+        return "\n".join(p for p in parts if p)
+    return str(content)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The unit whose history loop detection tracks: one run of one thread.
+
+    A missing ``run_id`` gets an opaque id that is unique to this ``Scope``
+    object's invocation (never derived from ``id()`` of anything).
+    """
+
+    thread_id: str = "default"
+    run_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.run_id is None:
+            object.__setattr__(self, "run_id", f"anon-{uuid.uuid4().hex}")
+
+    @property
+    def key(self) -> str:
+        return f"{self.thread_id}\x1f{self.run_id}"

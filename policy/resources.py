@@ -1,0 +1,56 @@
+"""Locate the shipped data folders (grammar/, policies/, hints/).
+
+In a checkout they sit beside the ``policy`` package; in an installed wheel
+they are packaged inside it as ``policy/_data/<name>``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from functools import cache
+from pathlib import Path
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+@cache
+def data_dir(name: str) -> Path:
+    """The folder ``name`` (``grammar``, ``policies`` or ``hints``)."""
+    for candidate in (_PACKAGE_DIR / "_data" / name, _PACKAGE_DIR.parent / name):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"policyctl data folder {name!r} is missing from the installation")
+
+
+def builtin_policy_path(name: str) -> Path:
+    """Path of ``builtin:NAME`` (it may not exist; the caller reports that)."""
+    return data_dir("policies") / f"{name}.policy"
+
+
+def builtin_policy_names() -> list[str]:
+    return sorted(p.stem for p in data_dir("policies").glob("*.policy"))
+
+
+def user_cache_dir() -> Path:
+    """A per-user cache folder, created private (0700)."""
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    path = base / "policyctl"
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return path
+
+
+def user_state_dir() -> Path:
+    """A per-user state folder (hook state that must outlive a process), created private."""
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    else:
+        base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+    path = base / "policyctl"
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return path
