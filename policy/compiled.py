@@ -15,16 +15,31 @@ from policy.decision import Action, RuleRef
 from policy.diagnostics import Span
 from policy.hints import HintTemplate
 
-ToolRole = Literal["write", "edit", "read", "run", "other"]
+ToolRole = Literal["write", "edit", "multiedit", "read", "run", "other"]
 ROLE_FIELDS: dict[str, tuple[str, ...]] = {
     "write": ("path", "content", "append"),
     "edit": ("path", "old", "new", "all"),
-    "read": ("path", "start", "end"),
+    "multiedit": ("path", "edits", "old", "new", "all"),
+    "read": ("path", "start", "end", "limit"),
     "run": ("command",),
 }
-"""For each role, the fields a ``tool`` mapping may bind to argument names."""
+"""For each role, the fields a ``tool`` mapping may bind to argument names.
 
-ROLE_STATEMENTS: dict[str, ToolRole] = {"writes": "write", "edits": "edit", "reads": "read", "runs": "run"}
+``multiedit``: ``edits`` names the list argument; ``old``/``new``/``all`` name
+the keys inside each of its items.  ``read``: ``limit`` is a line count from
+``start`` (Claude Code's ``Read(offset, limit)``), an alternative to ``end``.
+"""
+
+WRITING_ROLES: frozenset[str] = frozenset({"write", "edit", "multiedit"})
+"""Roles whose calls change a file (write gates apply to them)."""
+
+ROLE_STATEMENTS: dict[str, ToolRole] = {
+    "writes": "write",
+    "edits": "edit",
+    "multiedits": "multiedit",
+    "reads": "read",
+    "runs": "run",
+}
 
 
 def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -198,6 +213,8 @@ class CompiledPolicy:
     on_internal_error: Literal["allow", "block"] = "allow"
     tools: Mapping[str, ToolSpec] = field(default_factory=dict)
     default_ignore_args: frozenset[str] = frozenset()
+    default_key_args: tuple[str, ...] | None = None
+    """The policy's ``key``: the arguments that form an undeclared tool's call key (None: all)."""
     gates: tuple[GateRule, ...] = ()
     signatures: tuple[SignatureRule, ...] = ()
     normalizers: tuple[Normalizer, ...] = ()
@@ -212,7 +229,7 @@ class CompiledPolicy:
         """The tool's spec; an undeclared tool is an ``other`` tool with the policy's defaults."""
         spec = self.tools.get(name)
         if spec is None:
-            return ToolSpec(name=name, ignore_args=self.default_ignore_args)
+            return ToolSpec(name=name, key_args=self.default_key_args, ignore_args=self.default_ignore_args)
         return spec
 
     def normalize(self, text: str) -> str:

@@ -11,24 +11,26 @@ from __future__ import annotations
 import hashlib
 import json
 import textwrap
+from collections.abc import Callable, Iterator
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import lark
-from lark import Lark, Token, Transformer_NonRecursive, v_args
+from lark import Lark, Token
 from lark.exceptions import (
     UnexpectedCharacters,
     UnexpectedEOF,
     UnexpectedInput,
     UnexpectedToken,
-    VisitError,
 )
-from lark.tree import Meta
+from pydantic import BaseModel
 
 from policy import ast
 from policy.codes import severity_of
 from policy.diagnostics import Diagnostic, Span
 from policy.resources import data_dir, user_cache_dir
+
+_N = TypeVar("_N", bound=BaseModel)
 
 MAX_SYNTAX_ERRORS = 20
 MAX_DEPTH = 32
@@ -55,6 +57,15 @@ _TOKEN_WORDS = {
 _SIZE_UNITS = {"B": 1, "KB": 1024, "KiB": 1024, "MB": 1024**2, "MiB": 1024**2, "GB": 1024**3, "GiB": 1024**3}
 
 
+LARK_OPTIONS: dict[str, Any] = {
+    "parser": "lalr",
+    "lexer": "contextual",
+    "strict": True,
+    "maybe_placeholders": False,
+}
+"""How the grammar is built.  Positions are not propagated: tokens carry them (see ``_Builder``)."""
+
+
 @cache
 def _lark() -> Lark:
     grammar = (data_dir("grammar") / "policy.lark").read_text(encoding="utf-8")
@@ -63,21 +74,13 @@ def _lark() -> Lark:
         cache_file: str | bool = str(user_cache_dir() / f"grammar-{digest}.lark-cache")
     except OSError:
         cache_file = False  # no writable cache folder: build in memory every time
-    return Lark(
-        grammar,
-        parser="lalr",
-        lexer="contextual",
-        strict=True,
-        propagate_positions=True,
-        maybe_placeholders=False,
-        cache=cache_file,
-    )
+    return Lark(grammar, **LARK_OPTIONS, cache=cache_file)
 
 
 def build_parser_uncached() -> Lark:
-    """Build the parser from the grammar, with every strictness check (used by tests)."""
+    """Build the parser from the grammar, with every strictness check (used by tests and bench/)."""
     grammar = (data_dir("grammar") / "policy.lark").read_text(encoding="utf-8")
-    return Lark(grammar, parser="lalr", lexer="contextual", strict=True, propagate_positions=True)
+    return Lark(grammar, **LARK_OPTIONS)
 
 
 def token_words(names: set[str] | frozenset[str]) -> list[str]:
@@ -126,15 +129,10 @@ def parse(text: str, path: str) -> tuple[ast.PolicyFile | None, list[Diagnostic]
         return None, errors
     if errors:
         return None, errors
-    depth_error = _check_depth(tree, path)
-    if depth_error:
-        return None, [depth_error]
     try:
-        statements = _ToAst(text, path).transform(tree)
-    except VisitError as err:
-        if isinstance(err.orig_exc, _StringError):
-            return None, [err.orig_exc.diagnostic]
-        raise
+        statements = _Builder(path).build(tree)
+    except _BuildError as err:
+        return None, [err.diagnostic]
     file_span = _span_at(text, 0, len(text), path)
     return ast.PolicyFile(span=file_span, path=path, source=text, statements=statements), []
 
@@ -171,7 +169,7 @@ def _describe(token: Token) -> str:
 
 def _syntax_diagnostic(err: UnexpectedInput, text: str, path: str) -> Diagnostic:
     if isinstance(err, UnexpectedCharacters):
-        start = err.pos_in_stream
+        start = err.pos_in_stream or 0
         char = text[start] if start < len(text) else ""
         span = _span_at(text, start, start + 1, path)
         if char == '"':
@@ -196,37 +194,28 @@ def _syntax_diagnostic(err: UnexpectedInput, text: str, path: str) -> Diagnostic
     return _diag("E002", str(err).splitlines()[0], span)
 
 
-def _check_depth(tree: lark.Tree[Token], path: str) -> Diagnostic | None:
-    stack: list[tuple[lark.Tree[Token], int]] = [(tree, 0)]
-    while stack:
-        node, depth = stack.pop()
-        nested = depth + (1 if node.data in ("block", "json_object", "json_array") else 0)
-        if nested > MAX_DEPTH:
-            meta = node.meta
-            span = Span(file=path, line=meta.line, column=meta.column, end_line=meta.line,
-                        end_column=meta.column + 1, start=meta.start_pos, end=meta.start_pos + 1)
-            return _diag("E005", f"blocks nested more than {MAX_DEPTH} levels deep", span)
-        stack.extend((child, nested) for child in node.children if isinstance(child, lark.Tree))
-    return None
-
-
 # --- tree → AST -------------------------------------------------------------
 
 
-class _StringError(Exception):
+class _BuildError(Exception):
+    """Stops building the AST: the input has a problem only found while building (E005, E006)."""
+
     def __init__(self, diagnostic: Diagnostic) -> None:
         self.diagnostic = diagnostic
 
 
-def _token_span(token: Token, path: str) -> Span:
-    return Span.model_construct(file=path, line=token.line or 1, column=token.column or 1,
-                end_line=token.end_line or 1, end_column=token.end_column or 1,
-                start=token.start_pos or 0, end=token.end_pos or 0)
+def _node(cls: type[_N], **fields: Any) -> _N:
+    """A node from values that are already valid (the grammar guarantees their shapes).
 
-
-def _meta_span(meta: Meta, path: str) -> Span:
-    return Span.model_construct(file=path, line=meta.line, column=meta.column, end_line=meta.end_line,
-                end_column=meta.end_column, start=meta.start_pos, end=meta.end_pos)
+    What ``model_construct`` does, without its per-field bookkeeping: building
+    the AST is the hot path of ``policyctl lint``.
+    """
+    node = cls.__new__(cls)
+    object.__setattr__(node, "__dict__", fields)
+    object.__setattr__(node, "__pydantic_fields_set__", set(fields))
+    object.__setattr__(node, "__pydantic_extra__", None)
+    object.__setattr__(node, "__pydantic_private__", None)
+    return node
 
 
 def _long_string_value(token: str) -> str:
@@ -238,94 +227,144 @@ def _long_string_value(token: str) -> str:
     return textwrap.dedent(body)
 
 
-@v_args(inline=True)
-class _ToAst(Transformer_NonRecursive):  # type: ignore[type-arg]
-    """Builds pydantic nodes bottom-up without recursion (deep input cannot overflow)."""
+_NESTING = frozenset({"block", "json_object", "json_array"})
 
-    def __init__(self, text: str, path: str) -> None:
-        super().__init__()
+
+class _Builder:
+    """Lark's parse tree → AST, bottom-up with an explicit stack (deep input cannot overflow).
+
+    Positions come from the tokens (the parser does not propagate them, which
+    would cost more than the parse itself); a node spans its first token to
+    the end of its last child.
+    """
+
+    def __init__(self, path: str) -> None:
         self.path = path
+        self.leaves: dict[str, Callable[[Token], ast.Node]] = {
+            "name": self.name, "string": self.string, "long_string": self.long_string, "regex": self.regex,
+            "number": self.number, "size": self.size, "range": self.range,
+        }
+        self.rules: dict[str, Callable[[list[Any]], Any]] = {
+            "start": self.start, "statement": self.statement, "block": self.block, "pair": self.pair,
+            "json_object": self.json_object, "json_member": self.json_member, "json_array": self.json_array,
+            "json_empty": self.json_empty,
+        }
 
-    def _span(self, token: Token) -> Span:
-        return _token_span(token, self.path)
+    def build(self, tree: lark.Tree[Token]) -> list[ast.Statement]:
+        """The statements of the file; raises :class:`_BuildError`."""
+        stack: list[tuple[str, Iterator[Any], list[Any], int]] = [(tree.data, iter(tree.children), [], 0)]
+        while True:
+            rule, children, done, depth = stack[-1]
+            for child in children:
+                if not isinstance(child, lark.Tree):
+                    done.append(child)
+                elif child.data in self.leaves:
+                    done.append(self.leaves[child.data](cast(Token, child.children[0])))
+                else:
+                    nested = depth + 1 if child.data in _NESTING else depth
+                    if nested > MAX_DEPTH:
+                        raise _BuildError(_diag("E005", f"blocks nested more than {MAX_DEPTH} levels deep",
+                                                self.span(cast(Token, child.children[0]))))
+                    stack.append((child.data, iter(child.children), [], nested))
+                    break
+            else:
+                stack.pop()
+                value = self.rules[rule](done)
+                if not stack:
+                    statements: list[ast.Statement] = value
+                    return statements
+                stack[-1][2].append(value)
 
-    def _json_string(self, token: Token) -> str:
+    # spans
+
+    def span(self, token: Token) -> Span:
+        return _node(Span, file=self.path, line=token.line, column=token.column, end_line=token.end_line,
+                     end_column=token.end_column, start=token.start_pos, end=token.end_pos)
+
+    def joined(self, first: Span, last: Span) -> Span:
+        return _node(Span, file=self.path, line=first.line, column=first.column, end_line=last.end_line,
+                     end_column=last.end_column, start=first.start, end=last.end)
+
+    def outer(self, children: list[Any]) -> Span:
+        """From the first child to the last (a token or a node)."""
+        first, last = children[0], children[-1]
+        return self.joined(first.span if isinstance(first, ast.Node) else self.span(first),
+                           last.span if isinstance(last, ast.Node) else self.span(last))
+
+    # leaves
+
+    def json_string(self, token: Token) -> str:
         try:
             value = json.loads(token)
         except ValueError:
-            raise _StringError(_diag("E006", "invalid escape sequence in string", self._span(token),
-                                     r'use \" \\ \n \t \r \/ \b \f or \uXXXX')) from None
+            raise _BuildError(_diag("E006", "invalid escape sequence in string", self.span(token),
+                                    r'use \" \\ \n \t \r \/ \b \f or \uXXXX')) from None
         assert isinstance(value, str)
         return value
 
     def name(self, token: Token) -> ast.Name:
-        return ast.Name.model_construct(span=self._span(token), value=str(token))
+        return _node(ast.Name, span=self.span(token), kind="name", value=str(token))
 
     def string(self, token: Token) -> ast.String:
-        return ast.String.model_construct(span=self._span(token), value=self._json_string(token))
+        value = self.json_string(token)
+        return _node(ast.String, span=self.span(token), kind="string", value=value, triple=False)
 
     def long_string(self, token: Token) -> ast.String:
-        return ast.String.model_construct(span=self._span(token), value=_long_string_value(token), triple=True)
+        value = _long_string_value(token)
+        return _node(ast.String, span=self.span(token), kind="string", value=value, triple=True)
 
     def regex(self, token: Token) -> ast.Regex:
         text = str(token)
         close = text.rindex("/")
         pattern = text[1:close].replace("\\/", "/")
-        return ast.Regex.model_construct(span=self._span(token), pattern=pattern, flags=text[close + 1:])
+        return _node(ast.Regex, span=self.span(token), kind="regex", pattern=pattern, flags=text[close + 1:])
 
     def number(self, token: Token) -> ast.Number:
         text = str(token)
         value: int | float = float(text) if any(c in text for c in ".eE") else int(text)
-        return ast.Number.model_construct(span=self._span(token), value=value, text=text)
+        return _node(ast.Number, span=self.span(token), kind="number", value=value, text=text)
 
     def size(self, token: Token) -> ast.Size:
         text = str(token)
         digits = text.rstrip("BKMGi")
-        return ast.Size.model_construct(span=self._span(token), value=int(digits) * _SIZE_UNITS[text[len(digits):]], text=text)
+        value = int(digits) * _SIZE_UNITS[text[len(digits):]]
+        return _node(ast.Size, span=self.span(token), kind="size", value=value, text=text)
 
     def range(self, token: Token) -> ast.Range:
         low, high = str(token).split("..")
-        return ast.Range.model_construct(span=self._span(token), low=int(low), high=int(high))
+        return _node(ast.Range, span=self.span(token), kind="range", low=int(low), high=int(high))
 
-    @v_args(meta=True)
-    def pair(self, meta: Meta, children: list[Any]) -> ast.Pair:
+    # rules
+
+    def pair(self, children: list[Any]) -> ast.Pair:
         key, _equals, value = children
-        return ast.Pair.model_construct(span=_meta_span(meta, self.path), key=str(key), value=value)
+        return _node(ast.Pair, span=self.outer(children), kind="pair", key=str(key), value=value)
 
-    @v_args(meta=True)
-    def json_member(self, meta: Meta, children: list[Any]) -> tuple[str, Any]:
-        key = self._json_string(children[0])
-        value = children[-1]
-        return key, _json_python(value)
+    def json_member(self, children: list[Any]) -> tuple[str, Any]:
+        return self.json_string(children[0]), _json_python(children[-1])
 
-    @v_args(meta=True)
-    def json_object(self, meta: Meta, children: list[Any]) -> ast.Json:
-        members = dict(child for child in children if isinstance(child, tuple))
-        return ast.Json.model_construct(span=_meta_span(meta, self.path), value=members)
+    def json_object(self, children: list[Any]) -> ast.Json:
+        members: dict[str, Any] = dict(child for child in children if isinstance(child, tuple))
+        return _node(ast.Json, span=self.outer(children), kind="json", value=members)
 
-    @v_args(meta=True)
-    def json_empty(self, meta: Meta, children: list[Any]) -> ast.Json:
-        return ast.Json.model_construct(span=_meta_span(meta, self.path), value={})
+    def json_empty(self, children: list[Any]) -> ast.Json:
+        return _node(ast.Json, span=self.outer(children), kind="json", value={})
 
-    @v_args(meta=True)
-    def json_array(self, meta: Meta, children: list[Any]) -> ast.Json:
+    def json_array(self, children: list[Any]) -> ast.Json:
         items = [_json_python(child) for child in children if not isinstance(child, Token)]
-        return ast.Json.model_construct(span=_meta_span(meta, self.path), value=items)
+        return _node(ast.Json, span=self.outer(children), kind="json", value=items)
 
-    @v_args(meta=True)
-    def block(self, meta: Meta, children: list[Any]) -> ast.Block:
+    def block(self, children: list[Any]) -> ast.Block:
         statements = [c for c in children if isinstance(c, ast.Statement)]
-        return ast.Block.model_construct(span=_meta_span(meta, self.path), statements=statements)
+        return _node(ast.Block, span=self.outer(children), statements=statements)
 
-    @v_args(meta=True)
-    def statement(self, meta: Meta, children: list[Any]) -> ast.Statement:
+    def statement(self, children: list[Any]) -> ast.Statement:
         head, *rest = children
         block = rest.pop() if rest and isinstance(rest[-1], ast.Block) else None
-        return ast.Statement.model_construct(span=_meta_span(meta, self.path), name=str(head), name_span=self._span(head),
-                             values=rest, block=block)
+        return _node(ast.Statement, span=self.outer(children), name=str(head), name_span=self.span(head),
+                     values=rest, block=block)
 
-    @v_args(meta=True)
-    def start(self, meta: Meta, children: list[Any]) -> list[ast.Statement]:
+    def start(self, children: list[Any]) -> list[ast.Statement]:
         return [c for c in children if isinstance(c, ast.Statement)]
 
 

@@ -1,0 +1,61 @@
+"""``policyctl lint``: check policy files and report every problem, in the format a reader needs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import click
+
+from cli.paths import policy_sources
+from cli.terminal import color_enabled
+from policy.loader import check_policy, source_text
+from policy.reporters import LintReport
+from policy.reporters.github import render_github
+from policy.reporters.json_format import render_json
+from policy.reporters.sarif import render_sarif
+from policy.reporters.text import render_text
+
+FORMATS = ("text", "json", "github", "sarif")
+
+
+@click.command()
+@click.argument("paths", nargs=-1, metavar="[PATHS]...")
+@click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True,
+              help="text: for people; json: one document; github: workflow annotations; sarif: SARIF 2.1.0.")
+@click.option("--strict", is_flag=True, help="Fail (exit 1) on warnings too.")
+def lint(paths: tuple[str, ...], output_format: str, strict: bool) -> None:
+    """Check policy files: syntax, settings, patterns, hint templates, extends.
+
+    PATHS are .policy files, folders (searched recursively for *.policy;
+    hidden folders such as .git and .venv are skipped) and builtin:NAME for
+    a shipped policy; `builtin:` alone checks every shipped policy.  Without
+    PATHS, the current folder is checked.
+
+    Exit status: 0 when there are no errors (warnings are allowed unless
+    --strict), 1 when there are errors (or warnings with --strict), 2 on a
+    usage error such as a missing path or an unknown built-in policy.
+    """
+    sources = policy_sources(paths or (".",))
+    report = lint_sources(sources)
+    color = output_format == "text" and color_enabled()
+    click.echo(render_report(report, output_format, color=color), nl=False, color=color)
+    failed = report.errors > 0 or (strict and report.warnings > 0)
+    click.get_current_context().exit(1 if failed else 0)
+
+
+def lint_sources(sources: Iterable[str]) -> LintReport:
+    """Check each source (a path or ``builtin:NAME``) and collect everything found."""
+    checked = list(sources)
+    diagnostics = [d for source in checked for d in check_policy(source)[1]]
+    return LintReport.build(diagnostics, len(checked))
+
+
+def render_report(report: LintReport, output_format: str, *, color: bool = False) -> str:
+    """The report in one of :data:`FORMATS`."""
+    if output_format == "json":
+        return render_json(report)
+    if output_format == "github":
+        return render_github(report)
+    if output_format == "sarif":
+        return render_sarif(report)
+    return render_text(report, source_text, color=color)

@@ -1,0 +1,112 @@
+"""Composed declarations → an immutable CompiledPolicy, with every semantic check on the way.
+
+Each step reports into one ``Report`` and keeps going, so a single run finds
+every problem; the policy is only built when no error was found.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import MappingProxyType
+
+from policy import ast
+from policy.compiled import CompiledPolicy
+from policy.compiler.context import Context, first_value, int_value, names, word
+from policy.compiler.hint_templates import compile_hints
+from policy.compiler.loops import compile_loops
+from policy.compiler.policy_tests import compile_tests
+from policy.compiler.rules import compile_gates, compile_normalizers, compile_signatures
+from policy.compiler.tools import compile_tools, key_args
+from policy.compose import Composition
+from policy.diagnostics import has_errors
+from policy.reader import Setting
+from policy.report import Report
+
+__all__ = ["compile_policy"]
+
+
+def compile_policy(composition: Composition, report: Report) -> CompiledPolicy | None:
+    """Check and compile; None when any error was reported (by this step or before it)."""
+    ctx = Context(composition, report)
+    header = composition.declarations.get(("policy", ""))
+    settings: dict[str, Setting] = header.settings if header else {}
+    max_scopes = _max_scopes(ctx, settings)
+    scan_limit = _scan_limit(ctx, settings)
+    ignore = names(settings, "ignore")
+    default_key = key_args(ctx, settings.get("key"), None)
+    default_ignore = frozenset(ignore or ())
+
+    compile_hints(ctx)
+    tools = compile_tools(ctx, default_key, default_ignore)
+    gates = compile_gates(ctx, tools)
+    signatures = compile_signatures(ctx)
+    normalizers = compile_normalizers(ctx)
+    loops = compile_loops(ctx)
+    tests = compile_tests(ctx)
+    _report_unused_hints(ctx)
+    if has_errors(report.diagnostics):
+        return None
+    return CompiledPolicy(
+        name=_policy_name(composition, header.header if header else None),
+        description=word(settings, "description", ""),
+        sources=tuple(composition.sources),
+        max_scopes=max_scopes or CompiledPolicy.max_scopes,
+        scan_limit=scan_limit or CompiledPolicy.scan_limit,
+        on_internal_error="block" if word(settings, "on_internal_error", "allow") == "block" else "allow",
+        tools=MappingProxyType(tools),
+        default_ignore_args=default_ignore,
+        default_key_args=default_key,
+        gates=gates,
+        signatures=signatures,
+        normalizers=normalizers,
+        repeat=loops.repeat,
+        frequency=loops.frequency,
+        error_streak=loops.error_streak,
+        oscillation=loops.oscillation,
+        hints=MappingProxyType(dict(ctx.hints)),
+        tests=tests,
+    )
+
+
+def _policy_name(composition: Composition, header: ast.Statement | None) -> str:
+    if header is not None and header.values and isinstance(header.values[0], ast.String):
+        return header.values[0].value
+    return Path(composition.root).stem
+
+
+def _max_scopes(ctx: Context, settings: dict[str, Setting]) -> int | None:
+    scope = settings.get("scope")
+    found = int_value(scope.settings, "max_scopes") if scope else None
+    if found is None:
+        return None
+    if found[0] < 1:
+        ctx.report.add("E402", f"`max_scopes` must be at least 1, not {found[0]}", found[1])
+        return None
+    return found[0]
+
+
+def _scan_limit(ctx: Context, settings: dict[str, Setting]) -> int | None:
+    value = first_value(settings, "scan_limit")
+    if isinstance(value, ast.Size | ast.Number) and isinstance(value.value, int):
+        if value.value >= 1:
+            return value.value
+        ctx.report.add(
+            "E402",
+            f"`scan_limit` must be at least 1 byte, not {value.value}",
+            value.span,
+            "e.g. `scan_limit 64KB`",
+        )
+    return None
+
+
+def _report_unused_hints(ctx: Context) -> None:
+    """W103 for a hint of this file that no rule uses (a base's unused hints are the base's concern)."""
+    for declaration in ctx.declarations("hint"):
+        unused = declaration.name not in ctx.used_hints and declaration.name not in ctx.broken_hints
+        if unused and declaration.file == ctx.composition.root:
+            ctx.report.add(
+                "W103",
+                f"hint `{declaration.name}` is never used",
+                declaration.header.values[0].span,
+                "name it in a rule (`hint " + declaration.name + "`) or remove it",
+            )

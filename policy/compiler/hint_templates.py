@@ -1,0 +1,114 @@
+"""``hint NAME "…"``, triple-quoted or ``file "x.j2"``: load and compile every hint template.
+
+A template file is looked up in the ``hints/`` folder beside the policy file
+that declares it, then in the shipped ``hints/`` folder.  A Jinja2 syntax
+error (E303) points at the offending line: in the policy file for an inline
+template, in the template file otherwise.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from jinja2 import TemplateError, TemplateSyntaxError
+
+from policy import ast
+from policy.compiler.context import Context
+from policy.diagnostics import Span
+from policy.hints import compile_hint
+from policy.reader import Declaration
+from policy.resources import data_dir
+
+
+def compile_hints(ctx: Context) -> None:
+    """Compile every declared hint into ``ctx.hints`` (failures into ``ctx.broken_hints``)."""
+    for declaration in ctx.declarations("hint"):
+        loaded = _load_source(ctx, declaration)
+        if loaded is None:
+            ctx.broken_hints.add(declaration.name)
+            continue
+        source, locate = loaded
+        try:
+            ctx.hints[declaration.name] = compile_hint(declaration.name, source, span=declaration.header.span)
+        except TemplateSyntaxError as err:
+            ctx.report.add(
+                "E303",
+                f"template syntax error in hint `{declaration.name}`: {err.message}",
+                locate(err.lineno),
+                "see https://jinja.palletsprojects.com/templates/",
+            )
+            ctx.broken_hints.add(declaration.name)
+        except (TemplateError, RecursionError) as err:
+            ctx.report.add("E303", f"template error in hint `{declaration.name}`: {err}", locate(1))
+            ctx.broken_hints.add(declaration.name)
+
+
+class _Locator:
+    """Maps a template line number to a span in the file that holds the template text."""
+
+    def __init__(self, file: str, text: str, first_line: int, fallback: Span | None) -> None:
+        self.file = file
+        self.text = text
+        self.first_line = first_line
+        self.fallback = fallback
+
+    def __call__(self, template_line: int | None) -> Span:
+        if self.fallback is not None:
+            return self.fallback
+        return line_span(self.file, self.text, self.first_line + max(template_line or 1, 1) - 1)
+
+
+def _load_source(ctx: Context, declaration: Declaration) -> tuple[str, _Locator] | None:
+    values = declaration.header.values
+    node = values[-1]
+    assert isinstance(node, ast.String)
+    policy_file = declaration.header.span.file
+    if len(values) == 2:
+        policy_text = ctx.composition.texts.get(policy_file, "")
+        if not node.triple:
+            return node.value, _Locator(policy_file, policy_text, node.span.line, node.span)
+        opening = node.span.start + 3
+        skipped_newline = policy_text[opening : opening + 1] in ("\n", "\r")
+        return node.value, _Locator(policy_file, policy_text, node.span.line + skipped_newline, None)
+    return _load_file(ctx, declaration.name, node, policy_file)
+
+
+def _load_file(ctx: Context, name: str, node: ast.String, policy_file: str) -> tuple[str, _Locator] | None:
+    shipped = data_dir("hints")
+    folders = [Path(policy_file).parent / "hints", shipped]
+    for folder in folders:
+        path = folder / node.value
+        if not path.is_file():
+            continue
+        shown = str(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            ctx.report.add("E304", f"cannot read hint file `{node.value}`: {err}", node.span)
+            return None
+        ctx.composition.texts[shown] = text
+        return text, _Locator(shown, text, 1, None)
+    searched = " and ".join(f"`{folder}`" for folder in dict.fromkeys(folders))
+    ctx.report.add(
+        "E304", f"hint file `{node.value}` not found for hint `{name}`", node.span, f"looked in {searched}"
+    )
+    return None
+
+
+def line_span(file: str, text: str, line: int) -> Span:
+    """The span of a line's text, without its indentation (line 1 of an empty text is fine)."""
+    lines = text.split("\n")
+    line = min(max(line, 1), len(lines))
+    start = sum(len(lines[i]) + 1 for i in range(line - 1))
+    content = lines[line - 1].rstrip("\r")
+    indent = len(content) - len(content.lstrip())
+    end_column = len(content) + 1
+    return Span(
+        file=file,
+        line=line,
+        column=indent + 1,
+        end_line=line,
+        end_column=end_column,
+        start=start + indent,
+        end=start + end_column - 1,
+    )

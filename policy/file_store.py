@@ -1,0 +1,260 @@
+"""A file-backed ``Store`` for hook processes: the guard's state outlives each process.
+
+A command hook (Claude Code) runs one process per event, so loop history and
+pending warnings must live on disk between events.  One JSON file per thread
+(a Claude Code session) holds the serialised ``ScopeState`` of each of its
+runs, under the per-user state folder.
+
+- Two processes never lose an update: a scope is read, changed and written
+  under an exclusive ``flock`` of the session file.  Writes replace the file
+  atomically (a crash leaves the old file, never half of a new one), and a
+  process that waited for the lock checks that the path still names the file
+  it locked; if the file was replaced or removed meanwhile, it locks the
+  current one instead.
+- Bounded: at most ``max_sessions`` session files (the least recently used
+  go first), at most ``max_file_bytes`` per file (a file over the limit loses
+  its least recently used runs, then undelivered warnings), at most
+  ``max_pending`` undelivered warnings per run.
+- Stale sessions expire: a file untouched for ``ttl`` seconds reads as empty,
+  and such files are removed whenever a new session file is created.
+
+POSIX only (``fcntl``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import re
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from policy.events import Scope
+from policy.loops.state import ScopeState
+from policy.resources import user_state_dir
+
+log = logging.getLogger("policy.file_store")
+
+FORMAT_VERSION = 1
+_SUFFIX = ".json"
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+
+Runs = dict[str, str]
+"""Run id → ``ScopeState.to_json()``, least recently used first."""
+
+
+class FileStore:
+    """Scope state in one JSON file per thread; safe across processes and threads."""
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str] | None = None,
+        *,
+        max_sessions: int = 500,
+        max_file_bytes: int = 256 * 1024,
+        max_pending: int = 100,
+        ttl: float = 24 * 3600,
+    ) -> None:
+        if max_sessions < 1 or max_file_bytes < 1024 or max_pending < 0 or ttl <= 0:
+            raise ValueError("FileStore limits must be positive (max_file_bytes at least 1024)")
+        self.directory = Path(directory) if directory is not None else user_state_dir() / "sessions"
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.max_sessions = max_sessions
+        self.max_file_bytes = max_file_bytes
+        self.max_pending = max_pending
+        self.ttl = ttl
+
+    # --- the Store protocol -----------------------------------------------------
+
+    @contextlib.contextmanager
+    def scope(self, scope: Scope) -> Iterator[ScopeState]:
+        """Exclusive access to one scope's state; changes are saved when the block ends normally."""
+        path = self.path_for(scope.thread_id)
+        created = not path.exists()
+        run_id = str(scope.run_id)
+        with self._locked(path, create=True) as fd:
+            assert fd is not None
+            runs = self._read(fd, path)
+            state = _parse_state(runs.pop(run_id, None), path)
+            yield state
+            runs[run_id] = self._fitted_state(state)
+            self._write(path, self._fitted(runs, run_id))
+        if created:
+            self.sweep()
+
+    def drop_thread(self, thread_id: str) -> None:
+        """Forget every run of a thread (its file is removed)."""
+        path = self.path_for(thread_id)
+        with self._locked(path, create=False) as fd:
+            if fd is not None:
+                path.unlink(missing_ok=True)
+
+    def __len__(self) -> int:
+        """How many run scopes the live (unexpired) session files hold."""
+        total = 0
+        for path in self._session_files():
+            with contextlib.suppress(OSError):
+                if not self._expired(path.stat().st_mtime):
+                    total += len(_parse_runs(path.read_bytes(), path))
+        return total
+
+    # --- housekeeping -----------------------------------------------------------
+
+    def path_for(self, thread_id: str) -> Path:
+        """The session file of a thread: its id when that is a safe file name, else a digest of it."""
+        if _SAFE_NAME.fullmatch(thread_id):
+            return self.directory / f"s-{thread_id}{_SUFFIX}"
+        digest = hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).hexdigest()
+        return self.directory / f"h-{digest}{_SUFFIX}"
+
+    def sweep(self) -> None:
+        """Remove expired session files, then the least recently used beyond ``max_sessions``,
+        and temporary files left by crashed writers.  Files in use are skipped."""
+        now = time.time()
+        live: list[tuple[float, Path]] = []
+        for path in self._session_files():
+            with contextlib.suppress(FileNotFoundError):
+                mtime = path.stat().st_mtime
+                if self._expired(mtime, now):
+                    self._remove_if_idle(path)
+                else:
+                    live.append((mtime, path))
+        live.sort()
+        for _, path in live[: max(0, len(live) - self.max_sessions)]:
+            self._remove_if_idle(path)
+        for temporary in self.directory.glob(".*.tmp"):
+            with contextlib.suppress(FileNotFoundError):
+                if self._expired(temporary.stat().st_mtime, now):
+                    temporary.unlink()
+
+    # --- implementation ---------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _locked(self, path: Path, *, create: bool) -> Iterator[int | None]:
+        """An exclusively locked descriptor of the file ``path`` names now (None: no such file)."""
+        flags = os.O_RDWR | (os.O_CREAT if create else 0)
+        while True:
+            try:
+                fd = os.open(path, flags, 0o600)
+            except FileNotFoundError:
+                yield None
+                return
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                if _same_file(fd, path):
+                    yield fd
+                    return
+            finally:
+                os.close(fd)
+
+    def _read(self, fd: int, path: Path) -> Runs:
+        if self._expired(os.fstat(fd).st_mtime):
+            return {}
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+        return _parse_runs(b"".join(chunks), path)
+
+    def _write(self, path: Path, runs: Runs) -> None:
+        data = json.dumps({"v": FORMAT_VERSION, "runs": runs}, ensure_ascii=False, separators=(",", ":"))
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+        try:
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data.encode("utf-8"))
+            os.replace(temporary, path)
+        finally:
+            temporary.unlink(missing_ok=True)
+
+    def _fitted_state(self, state: ScopeState) -> str:
+        """The state's JSON, with the oldest undelivered warnings over ``max_pending`` dropped."""
+        excess = len(state.pending) - self.max_pending
+        for call_id in list(state.pending)[: max(0, excess)]:
+            del state.pending[call_id]
+        return state.to_json()
+
+    def _fitted(self, runs: Runs, current: str) -> Runs:
+        """``runs`` within ``max_file_bytes``: drop the least recently used runs, then the current
+        run's pending warnings, and as a last resort start the current run afresh."""
+        while _size(runs) > self.max_file_bytes and len(runs) > 1:
+            oldest = next(iter(runs))
+            log.warning("%s: session state over %d bytes; dropping run %s", self.directory,
+                        self.max_file_bytes, oldest)
+            del runs[oldest]
+        if _size(runs) > self.max_file_bytes:
+            state = _parse_state(runs[current], None)
+            state.pending.clear()
+            runs[current] = state.to_json()
+        if _size(runs) > self.max_file_bytes:
+            log.warning("%s: run %s alone exceeds %d bytes; its state starts afresh", self.directory,
+                        current, self.max_file_bytes)
+            runs[current] = ScopeState().to_json()
+        return runs
+
+    def _session_files(self) -> list[Path]:
+        return [p for p in self.directory.glob(f"*{_SUFFIX}") if p.name[:2] in ("s-", "h-")]
+
+    def _expired(self, mtime: float, now: float | None = None) -> bool:
+        return (now if now is not None else time.time()) - mtime > self.ttl
+
+    def _remove_if_idle(self, path: Path) -> None:
+        """Remove a session file unless a process holds it right now."""
+        try:
+            fd = os.open(path, os.O_RDWR)
+        except FileNotFoundError:
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if _same_file(fd, path):
+                path.unlink()
+        except BlockingIOError:
+            pass
+        finally:
+            os.close(fd)
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        named = path.stat()
+    except FileNotFoundError:
+        return False
+    opened = os.fstat(fd)
+    return (opened.st_dev, opened.st_ino) == (named.st_dev, named.st_ino)
+
+
+def _size(runs: Runs) -> int:
+    return len(json.dumps(runs, ensure_ascii=False, separators=(",", ":")).encode("utf-8")) + 16
+
+
+def _parse_runs(data: bytes, path: Path) -> Runs:
+    """A session file's runs; an empty, corrupt or foreign file reads as no runs."""
+    if not data:
+        return {}
+    try:
+        document: Any = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        log.warning("%s: unreadable session state; starting afresh", path)
+        return {}
+    known = isinstance(document, dict) and document.get("v") == FORMAT_VERSION
+    runs = document.get("runs") if known else None
+    if not isinstance(runs, dict):
+        log.warning("%s: session state in an unknown format; starting afresh", path)
+        return {}
+    return {str(run): state for run, state in runs.items() if isinstance(state, str)}
+
+
+def _parse_state(text: str | None, path: Path | None) -> ScopeState:
+    if text is None:
+        return ScopeState()
+    try:
+        return ScopeState.from_json(text)
+    except ValueError as err:
+        log.warning("%s: %s; starting the run afresh", path, err)
+        return ScopeState()

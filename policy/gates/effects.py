@@ -1,0 +1,150 @@
+"""The file a write or edit call would leave behind, computed before the call runs.
+
+Arguments come from a model and may be malformed: a missing path, content
+that is not a string, ``"true"`` for a boolean.  Nothing here raises for
+them; a call that cannot be understood has no effect (None) and is left to
+the tool, which reports the problem itself.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from policy.compiled import ToolSpec
+
+ReadFile = Callable[[str], str | None]
+
+_FLAG_WORDS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False,
+               "0": False, "": False}
+
+
+@dataclass(frozen=True)
+class FileEffect:
+    """``path`` before (None: missing) and after the call."""
+
+    path: str
+    before: str | None
+    after: str
+
+    @property
+    def changes_file(self) -> bool:
+        return self.after != self.before
+
+
+def file_effect(spec: ToolSpec, args: Mapping[str, Any], read_file: ReadFile) -> FileEffect | None:
+    """The effect of a ``writes``/``edits``/``multiedits`` tool's call; None for other tools or a call
+    that cannot be understood (or, for an edit, whose old text is absent or whose file is missing)."""
+    path = _path(spec.arg("path", args))
+    if path is None:
+        return None
+    if spec.role == "write":
+        return _write(spec, args, path, read_file)
+    if spec.role == "edit":
+        edit = _replacement(args, spec.args)
+        return _apply(path, [edit] if edit else [], read_file)
+    if spec.role == "multiedit":
+        return _apply(path, _replacements(spec.arg("edits", args), spec.args), read_file)
+    return None
+
+
+def _write(spec: ToolSpec, args: Mapping[str, Any], path: str, read_file: ReadFile) -> FileEffect | None:
+    """``write_file(path, content, append=False)``: a missing file appends to empty text."""
+    content = spec.arg("content", args)
+    append = _flag(spec.arg("append", args))
+    if not isinstance(content, str) or append is None:
+        return None
+    before = _read(read_file, path)
+    return FileEffect(path, before, (before or "") + content if append else content)
+
+
+Replacement = tuple[str, str, bool]
+
+
+def _replacement(item: Mapping[str, Any], names: Mapping[str, str]) -> Replacement | None:
+    """``(old, new, all)`` from the arguments (or one item of a multi-edit) named by the role fields."""
+    old, new = item.get(names.get("old", "")), item.get(names.get("new", ""))
+    every = _flag(item.get(names.get("all", "")))
+    if not isinstance(old, str) or not old or not isinstance(new, str) or every is None:
+        return None
+    return old, new, every
+
+
+def _replacements(raw: Any, names: Mapping[str, str]) -> list[Replacement]:
+    """Every edit of a multi-edit, in order; empty when any one cannot be understood."""
+    items = _json_list(raw)
+    edits = [_replacement(item, names) if isinstance(item, Mapping) else None for item in items]
+    return [edit for edit in edits if edit is not None] if all(edits) else []
+
+
+def _json_list(raw: Any) -> Sequence[Any]:
+    """A list argument, also when the model sent it as a JSON string."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return []
+    return raw if isinstance(raw, list | tuple) else []
+
+
+def _apply(path: str, edits: list[Replacement], read_file: ReadFile) -> FileEffect | None:
+    if not edits:
+        return None
+    before = _read(read_file, path)
+    if before is None:
+        return None
+    after = before
+    for old, new, every in edits:
+        spliced = splice(after, old, new, every)
+        if spliced is None:
+            return None
+        after = spliced
+    return FileEffect(path, before, after)
+
+
+def splice(text: str, old: str, new: str, every: bool) -> str | None:
+    """Replace the first (or every) ``old`` with ``new``, their line endings matched to the text's first.
+
+    None when ``old`` does not occur.
+    """
+    crlf = _uses_crlf(text)
+    for old_form, new_form in ((_line_endings(old, crlf), _line_endings(new, crlf)), (old, new)):
+        if old_form in text:
+            return text.replace(old_form, new_form) if every else text.replace(old_form, new_form, 1)
+    return None
+
+
+def _uses_crlf(text: str) -> bool:
+    """Most line breaks are CRLF."""
+    crlf = text.count("\r\n")
+    return crlf > 0 and crlf * 2 >= text.count("\n")
+
+
+def _line_endings(fragment: str, crlf: bool) -> str:
+    lf = fragment.replace("\r\n", "\n")
+    return lf.replace("\n", "\r\n") if crlf else lf
+
+
+def _path(value: Any) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def _flag(value: Any) -> bool | None:
+    """A boolean argument: missing is false; ``"true"``/``"false"``, 1/0 are understood; None otherwise."""
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int | float) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        return _FLAG_WORDS.get(value.strip().lower())
+    return None
+
+
+def _read(read_file: ReadFile, path: str) -> str | None:
+    """The current text; bytes are decoded (UTF-8, undecodable bytes kept as surrogates)."""
+    current: Any = read_file(path)
+    if isinstance(current, bytes):
+        return current.decode("utf-8", "surrogateescape")
+    return current if isinstance(current, str) else None

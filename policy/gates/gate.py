@@ -1,0 +1,84 @@
+"""Write gates: block a write or edit whose result would leave a file syntactically broken."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Sequence
+from fnmatch import fnmatchcase
+from typing import Any
+
+from policy.compiled import CompiledPolicy, GateRule
+from policy.decision import Decision
+from policy.events import ToolCall
+from policy.gates.effects import FileEffect, ReadFile, file_effect
+from policy.gates.problems import Problem, snippet
+from policy.gates.validators import validate
+from policy.variables import common_variables
+
+
+def matching_gate(gates: Sequence[GateRule], path: str) -> GateRule | None:
+    """The first gate with a glob matching the path's file name or the whole (``/``-separated) path."""
+    whole = path.replace("\\", "/")
+    name = posixpath.basename(whole)
+    for gate in gates:
+        if any(fnmatchcase(name, glob) or fnmatchcase(whole, glob) for glob in gate.globs):
+            return gate
+    return None
+
+
+def check_write(policy: CompiledPolicy, call: ToolCall, read_file: ReadFile) -> Decision:
+    """Block the call when the file it would leave fails its gate's validator.
+
+    An allowed call's metadata says when the text was an incomplete prefix
+    (``"incomplete": True``) or the checker could not run
+    (``"checker": "unavailable"`` and its ``"reason"``).
+    """
+    allow = Decision(call_id=call.id)
+    spec = policy.tool(call.name)
+    path = spec.arg("path", call.args)
+    gate = matching_gate(policy.gates, path) if isinstance(path, str) and policy.gates else None
+    if gate is None:
+        return allow
+    effect = file_effect(spec, call.args, read_file)
+    if effect is None or not effect.changes_file:
+        return allow
+    verdict = validate(gate.validator, effect.after, effect.path, partial=gate.partial)
+    if verdict.status == "valid":
+        return allow
+    if verdict.problem is not None:
+        return _block(policy, gate, call, effect, verdict.problem)
+    facts: dict[str, Any] = {"path": effect.path, "gate": gate.ref.name, "validator": validator_name(gate)}
+    if verdict.status == "incomplete":
+        facts["incomplete"] = True
+    else:
+        facts.update(checker="unavailable", reason=verdict.reason)
+    return Decision(call_id=call.id, metadata=facts)
+
+
+def validator_name(gate: GateRule) -> str:
+    """``python``, ``json`` …; for a command checker, the gate's name (``shell``)."""
+    return gate.ref.name if gate.validator.kind == "command" else gate.validator.kind
+
+
+def _block(policy: CompiledPolicy, gate: GateRule, call: ToolCall, effect: FileEffect, problem: Problem) -> Decision:
+    facts: dict[str, Any] = {
+        "path": effect.path,
+        "line": problem.line,
+        "column": problem.column,
+        "message": problem.message,
+        "snippet": snippet(effect.after, problem.line, problem.column),
+        "validator": validator_name(gate),
+        "output": problem.output,
+    }
+    variables = common_variables(policy, gate.ref, "block", call) | facts
+    hint = gate.hint.render(variables) if gate.hint is not None else default_hint(facts)
+    return Decision(action="block", rule=gate.ref, hint=hint, call_id=call.id, metadata=facts)
+
+
+def default_hint(facts: dict[str, Any]) -> str:
+    """The block message of a gate without a hint: path, place, message and snippet."""
+    place = f" at line {facts['line']}" if facts["line"] is not None else ""
+    if place and facts["column"] is not None:
+        place += f", column {facts['column']}"
+    text = f"[BLOCKED] {facts['path']} was not written: {facts['message']}{place}."
+    return f"{text}\n{facts['snippet']}" if facts["snippet"] else text

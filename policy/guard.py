@@ -1,0 +1,216 @@
+"""The guard: a compiled policy applied to one harness's events, with state per scope.
+
+A harness reports three events per scope (DESIGN.md, "Events and decisions"):
+``on_turn`` when the model answers with a batch of calls (loop layers repeat
+and frequency), ``on_call`` before one call executes (write gates) and
+``on_result`` after it returns (signatures, error streaks, oscillation).
+
+Delivery: a warning decided for a turn waits, keyed by scope and call id,
+and is folded into the decision for that call's result (or into its block),
+so it reaches the model inside that call's ToolMessage.
+
+Every method is thread-safe: state is only touched inside
+``Store.scope()``, which gives exclusive access to one scope.  The
+in-memory path is pure computation (microseconds) and safe to call from an
+event loop; the ``a*`` twins run the work in a thread for stores that do I/O
+(Redis, files) and for command checkers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from policy.compiled import WRITING_ROLES, CompiledPolicy
+from policy.decision import ALLOW, SEVERITY, Decision, RuleRef
+from policy.events import Scope, ToolCall, ToolResult
+from policy.gates import check_write, file_effect
+from policy.loader import load_policy
+from policy.loops.detector import LoopDetector
+from policy.loops.state import ScopeState
+from policy.signatures import diagnose, hint_decision
+from policy.store import MemoryStore, Store
+
+log = logging.getLogger("policy.guard")
+
+ReadFile = Callable[[str], "str | None"]
+
+_WARNING = "warning"
+_CHANGES_FILE = "changes_file"
+
+
+def read_local_file(path: str) -> str | None:
+    """The default ``read_file``: the local file system; a missing or unreadable file is None."""
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="surrogateescape")
+    except (OSError, ValueError):
+        return None
+
+
+class Guard:
+    """Evaluates events against one compiled policy.  Build one per policy and share it."""
+
+    def __init__(
+        self,
+        policy: CompiledPolicy | str | os.PathLike[str] = "builtin:default",
+        *,
+        read_file: ReadFile | None = None,
+        store: Store | None = None,
+    ) -> None:
+        self.policy = policy if isinstance(policy, CompiledPolicy) else load_policy(policy)
+        self.read_file: ReadFile = read_file or read_local_file
+        self.store: Store = store if store is not None else MemoryStore(self.policy.max_scopes)
+        self._loops = LoopDetector(self.policy)
+
+    # --- events -------------------------------------------------------------
+
+    def on_turn(self, calls: Sequence[ToolCall], scope: Scope) -> Decision:
+        """Loop layers over a batch.  ``stop``: end the run; ``warn``: delivered with that call's result."""
+        return self._guarded("turn", lambda: self._on_turn(list(calls), scope))
+
+    def on_call(self, call: ToolCall, scope: Scope) -> Decision:
+        """Write gates.  ``block``: do not execute the call; send the hint as an error ToolMessage."""
+        return self._guarded("call", lambda: self._on_call(call, scope))
+
+    def on_result(self, call: ToolCall, result: ToolResult, scope: Scope) -> Decision:
+        """Signatures, error streaks, oscillation, plus any warning pending for this call."""
+        return self._guarded("result", lambda: self._on_result(call, result, scope))
+
+    def clear_pending(self, scope: Scope) -> None:
+        """Drop this scope's undelivered warnings (never its loop history, never another scope's)."""
+        try:
+            with self.store.scope(scope) as state:
+                state.pending.clear()
+        except Exception:  # a store fault must not break the agent's shutdown path
+            log.exception("policy %s: could not clear pending warnings of %s", self.policy.name, scope.key)
+
+    def reset(self, thread_id: str) -> None:
+        """Forget every run scope of a thread."""
+        try:
+            self.store.drop_thread(thread_id)
+        except Exception:
+            log.exception("policy %s: could not reset thread %s", self.policy.name, thread_id)
+
+    async def aon_turn(self, calls: Sequence[ToolCall], scope: Scope) -> Decision:
+        return await asyncio.to_thread(self.on_turn, calls, scope)
+
+    async def aon_call(self, call: ToolCall, scope: Scope) -> Decision:
+        return await asyncio.to_thread(self.on_call, call, scope)
+
+    async def aon_result(self, call: ToolCall, result: ToolResult, scope: Scope) -> Decision:
+        return await asyncio.to_thread(self.on_result, call, result, scope)
+
+    async def aclear_pending(self, scope: Scope) -> None:
+        await asyncio.to_thread(self.clear_pending, scope)
+
+    async def areset(self, thread_id: str) -> None:
+        await asyncio.to_thread(self.reset, thread_id)
+
+    # --- implementation -----------------------------------------------------
+
+    def _on_turn(self, calls: list[ToolCall], scope: Scope) -> Decision:
+        if not calls:
+            return ALLOW
+        with self.store.scope(scope) as state:
+            decision = self._loops.on_turn(state, calls)
+            if decision.action == "warn" and decision.call_id is not None:
+                _pending(state, decision.call_id)[_WARNING] = decision.to_dict()
+        return decision
+
+    def _on_call(self, call: ToolCall, scope: Scope) -> Decision:
+        spec = self.policy.tool(call.name)
+        effect = file_effect(spec, call.args, self.read_file) if spec.role in WRITING_ROLES else None
+        decision = check_write(self.policy, call, self.read_file) if effect is not None else ALLOW
+        with self.store.scope(scope) as state:
+            if effect is not None:
+                _pending(state, call.id)[_CHANGES_FILE] = effect.changes_file
+            if decision.action != "block":
+                return decision
+            rejection = ToolResult(content=decision.hint or "", status="error")
+            error_key = ("gate", decision.rule.name if decision.rule else "", decision.metadata.get("message"))
+            streak = self._loops.on_result(state, call, rejection, failed=True, error_key=error_key,
+                                           state_changed=False)
+            warning = _take_pending(state, call.id)
+        return _combine([decision, streak, warning])
+
+    def _on_result(self, call: ToolCall, result: ToolResult, scope: Scope) -> Decision:
+        diagnosis = diagnose(self.policy, call, result)
+        signature = hint_decision(self.policy, call, result, diagnosis)
+        with self.store.scope(scope) as state:
+            pending = state.pending.pop(call.id, {})
+            changed = self._state_changed(call, diagnosis.failed, pending.get(_CHANGES_FILE))
+            loops = self._loops.on_result(state, call, result, failed=diagnosis.failed,
+                                          error_key=diagnosis.key if diagnosis.failed else None,
+                                          state_changed=changed)
+        warning = _restore(pending.get(_WARNING))
+        return _combine([warning, loops, signature])
+
+    def _state_changed(self, call: ToolCall, failed: bool, changes_file: Any) -> bool:
+        """Did this call change the sandbox?  A failed call, or a write of identical content, did not."""
+        if failed:
+            return False
+        spec = self.policy.tool(call.name)
+        if spec.role in WRITING_ROLES:
+            return changes_file is not False
+        if spec.role == "run" and spec.mutates_when is not None:
+            command = spec.arg("command", call.args)
+            return isinstance(command, str) and spec.mutates_when.search(command) is not None
+        return False
+
+    def _guarded(self, event: str, evaluate: Callable[[], Decision]) -> Decision:
+        """A guard fault never breaks the agent: log it and apply ``on_internal_error``."""
+        try:
+            return evaluate()
+        except Exception as err:
+            log.exception("policy %s: internal error during %s", self.policy.name, event)
+            action = "block" if self.policy.on_internal_error == "block" and event == "call" else "allow"
+            hint = f"[policy] internal error ({type(err).__name__}); the call was not checked." \
+                if action == "block" else None
+            return Decision(action=action, rule=RuleRef("internal", "error"), hint=hint,
+                            metadata={"internal_error": f"{type(err).__name__}: {err}"})
+
+
+def _pending(state: ScopeState, call_id: str) -> dict[str, Any]:
+    return state.pending.setdefault(call_id, {})
+
+
+def _take_pending(state: ScopeState, call_id: str) -> Decision:
+    return _restore(state.pending.pop(call_id, {}).get(_WARNING))
+
+
+def _restore(data: dict[str, Any] | None) -> Decision:
+    """A pending warning back from its stored form."""
+    if not data:
+        return ALLOW
+    kind, _, name = (data.get("rule") or "").partition(" ")
+    return Decision(action=data["action"], rule=RuleRef(kind, name) if kind else None, hint=data.get("hint"),
+                    call_id=data.get("call_id"), signature=data.get("signature"),
+                    captures=data.get("captures") or {}, metadata=data.get("metadata") or {})
+
+
+def _combine(decisions: list[Decision]) -> Decision:
+    """One decision for one call: the most severe leads; every hint is kept, most severe first."""
+    fired = [d for d in decisions if d.action != "allow"]
+    if not fired:
+        return ALLOW
+    ordered = sorted(fired, key=lambda d: -SEVERITY[d.action])
+    lead = ordered[0]
+    if len(ordered) == 1:
+        return lead
+    hints = [d.hint for d in ordered if d.hint]
+    signature = next((d for d in ordered if d.signature), None)
+    metadata = dict(lead.metadata)
+    metadata["decisions"] = [d.to_dict() for d in ordered]
+    return Decision(
+        action=lead.action,
+        rule=lead.rule,
+        hint="\n\n".join(hints) if hints else None,
+        call_id=lead.call_id,
+        signature=signature.signature if signature else None,
+        captures=signature.captures if signature else {},
+        metadata=metadata,
+    )

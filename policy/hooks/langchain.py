@@ -1,0 +1,377 @@
+"""``HarnessGuardMiddleware``: a policy guard for agents built with ``langchain.agents.create_agent``.
+
+The middleware only translates: the model's tool calls become ``on_turn``, each
+tool execution ``on_call`` then ``on_result``, and the decisions come back as
+messages (see ``policy.hooks.messages``).  Every tool call gets exactly one
+ToolMessage, so tool-call pairing is never broken.
+
+Lifecycle of one agent invocation (DeerFlow's run-scope lifecycle):
+
+- ``before_agent`` counts the invocation in; it deletes nothing.
+- ``after_model`` runs the loop layers over the model's batch.  A ``stop``
+  removes the batch's tool calls from the message and appends the stop text,
+  so the run ends with a final answer.  A warning waits in the guard, keyed by
+  scope and call id, and is delivered with that call's result.
+- ``wrap_tool_call`` gates the call, runs it, and appends hints and warnings
+  to its ToolMessage.  A ``stop`` decided here (an error streak, say) refuses
+  the remaining calls and ends the run at the next model turn.
+- ``after_agent`` clears this scope's undelivered warnings (never its loop
+  history, never another scope's) and releases the generated run id.
+
+Place the middleware outside (before, in the ``middleware`` list) any
+middleware that turns tool exceptions into error ToolMessages, so it sees
+failures as messages.  A tool exception that reaches it unhandled is counted
+as a failed result and re-raised unchanged: ``create_agent`` lets such
+exceptions fail the run, and the guard does not change that.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import inspect
+import logging
+import os
+import threading
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware, AgentState
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.config import get_config
+from langgraph.errors import GraphBubbleUp
+from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.runtime import Runtime, get_runtime
+from langgraph.types import Command
+
+from policy.compiled import CompiledPolicy
+from policy.decision import Decision
+from policy.events import Scope, ToolCall, ToolResult
+from policy.guard import Guard
+from policy.hooks.bounded import LruDict
+from policy.hooks.delivery import stop_reason
+from policy.hooks.messages import (
+    annotated_tool_message,
+    blocked_tool_message,
+    message_text,
+    stopped_ai_message,
+)
+from policy.hooks.scope import RunScopes
+from policy.store import Store
+
+log = logging.getLogger("policy.hooks.langchain")
+
+ToolOutcome = ToolMessage | Command[Any]
+ReadFile = Callable[[str], "str | None"] | Callable[[Any, str], "str | None"]
+"""``read_file(path)``, or ``read_file(runtime, path)`` for readers that need the tool's runtime
+(DeerFlow's sandbox reader).  ``None`` or ``FileNotFoundError``: the file does not exist."""
+
+_tool_runtime: contextvars.ContextVar[Any] = contextvars.ContextVar("policy_tool_runtime", default=None)
+
+
+class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+    """Write gates, error hints and loop detection from a ``.policy`` file, as agent middleware.
+
+    ``policy``: a compiled policy, a ``.policy`` path or ``builtin:NAME``.
+    ``read_file``: how a write gate reads the file a call would change (default:
+    the local file system).  ``store``: where per-scope state lives (default: in
+    memory, bounded by the policy's ``max_scopes``; pass a shared store when
+    several workers serve one run).
+    """
+
+    def __init__(
+        self,
+        policy: CompiledPolicy | str | os.PathLike[str] = "builtin:default",
+        read_file: ReadFile | None = None,
+        store: Store | None = None,
+    ) -> None:
+        super().__init__()
+        reader = _reader_for(read_file) if read_file is not None else None
+        self.guard = Guard(policy, read_file=reader, store=store)
+        limit = self.guard.policy.max_scopes
+        self.scopes = RunScopes(limit)
+        self._lock = threading.Lock()
+        self._stops: LruDict[tuple[str, str], Decision] = LruDict(limit)
+        """(thread id, run id) → the stop decided during a tool call, enforced at the next model turn."""
+        self._stop_reasons: LruDict[str, str] = LruDict(limit)
+        """Run id → why the run was stopped, until the caller consumes it."""
+
+    # --- for callers ---------------------------------------------------------
+
+    def consume_stop_reason(self, run_id: str) -> str | None:
+        """Why the guard stopped run ``run_id`` (``loop_capped``…), once; None if it did not."""
+        with self._lock:
+            return self._stop_reasons.pop(str(run_id))
+
+    def reset(self, thread_id: str) -> None:
+        """Forget every run scope of a thread: loop histories, pending warnings, stops."""
+        self.guard.reset(thread_id)
+        with self._lock:
+            self._stops.pop_where(lambda key: key[0] == thread_id)
+
+    # --- agent lifecycle -----------------------------------------------------
+
+    def before_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        self.scopes.enter(self._node_scope(runtime))
+        return None
+
+    async def abefore_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        return self.before_agent(state, runtime)
+
+    def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        scope = self._node_scope(runtime)
+        if self.scopes.leave(scope, runtime.control):
+            self.guard.clear_pending(scope)
+            with self._lock:
+                self._stops.pop(_key(scope))
+        return None
+
+    async def aafter_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        scope = self._node_scope(runtime)
+        if self.scopes.leave(scope, runtime.control):
+            await self.guard.aclear_pending(scope)
+            with self._lock:
+                self._stops.pop(_key(scope))
+        return None
+
+    # --- model turns ---------------------------------------------------------
+
+    def after_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        message = _last_ai_message(state)
+        if message is None or not message.tool_calls:
+            return None
+        scope = self._node_scope(runtime)
+        decision = self._pending_stop(scope) or self.guard.on_turn(_tool_calls(message), scope)
+        return self._turn_update(message, decision, scope, runtime.context)
+
+    async def aafter_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        message = _last_ai_message(state)
+        if message is None or not message.tool_calls:
+            return None
+        scope = self._node_scope(runtime)
+        decision = self._pending_stop(scope) or await self.guard.aon_turn(_tool_calls(message), scope)
+        return self._turn_update(message, decision, scope, runtime.context)
+
+    def _turn_update(self, message: AIMessage, decision: Decision, scope: Scope,
+                     context: Any) -> dict[str, Any] | None:
+        if decision.action != "stop":
+            return None
+        self._record_stop(scope, context, decision)
+        return {"messages": [stopped_ai_message(message, decision)]}
+
+    # --- tool calls ----------------------------------------------------------
+
+    def wrap_tool_call(self, request: ToolCallRequest,
+                       handler: Callable[[ToolCallRequest], ToolOutcome]) -> ToolOutcome:
+        call, scope = _tool_call(request), self._tool_scope(request)
+        refusal = self._stopped_refusal(call, scope)
+        if refusal is None:
+            with _bound_tool_runtime(request.runtime):
+                refusal = self._gate_refusal(call, self.guard.on_call(call, scope), scope, request)
+        if refusal is not None:
+            return refusal
+        try:
+            outcome = handler(request)
+        except GraphBubbleUp:
+            raise
+        except Exception as err:
+            self.guard.on_result(call, _raised(err), scope)
+            raise
+        decision = self.guard.on_result(call, _tool_result(outcome, call), scope)
+        return self._delivered(call, outcome, decision, scope, request)
+
+    async def awrap_tool_call(self, request: ToolCallRequest,
+                              handler: Callable[[ToolCallRequest], Awaitable[ToolOutcome]]) -> ToolOutcome:
+        call, scope = _tool_call(request), self._tool_scope(request)
+        refusal = self._stopped_refusal(call, scope)
+        if refusal is None:
+            with _bound_tool_runtime(request.runtime):
+                refusal = self._gate_refusal(call, await self.guard.aon_call(call, scope), scope, request)
+        if refusal is not None:
+            return refusal
+        try:
+            outcome = await handler(request)
+        except GraphBubbleUp:
+            raise
+        except Exception as err:
+            await self.guard.aon_result(call, _raised(err), scope)
+            raise
+        decision = await self.guard.aon_result(call, _tool_result(outcome, call), scope)
+        return self._delivered(call, outcome, decision, scope, request)
+
+    def _stopped_refusal(self, call: ToolCall, scope: Scope) -> ToolMessage | None:
+        """A call of a run that a stop has ended is not executed."""
+        stop = self._pending_stop(scope)
+        return None if stop is None else blocked_tool_message(call, replace(stop, hint=_not_run_text(stop)))
+
+    def _gate_refusal(self, call: ToolCall, decision: Decision, scope: Scope,
+                      request: ToolCallRequest) -> ToolMessage | None:
+        """The error ToolMessage for a blocked call, else None."""
+        if decision.action == "stop":
+            self._record_stop(scope, _context(request), decision)
+        if decision.action in ("block", "stop"):
+            return blocked_tool_message(call, decision)
+        return None
+
+    def _delivered(self, call: ToolCall, outcome: ToolOutcome, decision: Decision, scope: Scope,
+                   request: ToolCallRequest) -> ToolOutcome:
+        if decision.action == "stop":
+            self._record_stop(scope, _context(request), decision)
+        if decision.action == "allow":
+            return outcome
+        return _annotated(outcome, call.id, decision)
+
+    # --- scopes and stops ----------------------------------------------------
+
+    def _node_scope(self, runtime: Runtime[Any]) -> Scope:
+        return self.scopes.resolve(runtime.context, runtime.execution_info, _configurable(None),
+                                   runtime.control)
+
+    def _tool_scope(self, request: ToolCallRequest) -> Scope:
+        runtime = request.runtime
+        config = getattr(runtime, "config", None)
+        return self.scopes.resolve(getattr(runtime, "context", None),
+                                   getattr(runtime, "execution_info", None),
+                                   _configurable(config), _invocation_control())
+
+    def _pending_stop(self, scope: Scope) -> Decision | None:
+        with self._lock:
+            return self._stops.get(_key(scope))
+
+    def _record_stop(self, scope: Scope, context: Any, decision: Decision) -> None:
+        reason = stop_reason(decision)
+        log.info("policy %s stopped run %s of thread %s: %s", self.guard.policy.name, scope.run_id,
+                 scope.thread_id, decision.rule)
+        with self._lock:
+            self._stops.put(_key(scope), decision)
+            self._stop_reasons.put(str(scope.run_id), reason)
+        if isinstance(context, dict):
+            context["stop_reason"] = reason
+
+
+# --- helpers -------------------------------------------------------------------
+
+
+def _key(scope: Scope) -> tuple[str, str]:
+    return (scope.thread_id, str(scope.run_id))
+
+
+def _last_ai_message(state: Any) -> AIMessage | None:
+    messages = state.get("messages") if isinstance(state, Mapping) else getattr(state, "messages", None)
+    if not messages:
+        return None
+    last = messages[-1]
+    return last if isinstance(last, AIMessage) else None
+
+
+def _tool_calls(message: AIMessage) -> list[ToolCall]:
+    return [ToolCall(id=call.get("id") or "", name=call["name"], args=call.get("args") or {})
+            for call in message.tool_calls]
+
+
+def _tool_call(request: ToolCallRequest) -> ToolCall:
+    call = request.tool_call
+    return ToolCall(id=call.get("id") or "", name=call["name"], args=call.get("args") or {})
+
+
+def _context(request: ToolCallRequest) -> Any:
+    return getattr(request.runtime, "context", None)
+
+
+def _configurable(config: Any) -> Mapping[str, Any]:
+    """The ``configurable`` of ``config``, or of the current LangGraph node's config."""
+    if config is None:
+        try:
+            config = get_config()
+        except RuntimeError:  # outside a runnable context
+            return {}
+    configurable = config.get("configurable") if isinstance(config, Mapping) else None
+    return configurable if isinstance(configurable, Mapping) else {}
+
+
+def _invocation_control() -> object | None:
+    """The ``RunControl`` the current graph invocation shares (tool runtimes do not carry it)."""
+    try:
+        runtime = get_runtime()
+    except (RuntimeError, KeyError):  # outside a graph invocation
+        return None
+    return getattr(runtime, "control", None)
+
+
+def _tool_result(outcome: ToolOutcome, call: ToolCall) -> ToolResult:
+    message = _own_message(outcome, call.id)
+    if message is None:
+        return ToolResult(content="")
+    return ToolResult(content=message_text(message.content), status=message.status)
+
+
+def _raised(err: Exception) -> ToolResult:
+    return ToolResult(content=f"Error: {type(err).__name__}: {err}", status="error")
+
+
+def _own_message(outcome: ToolOutcome, call_id: str) -> ToolMessage | None:
+    """The ToolMessage answering ``call_id``: the outcome itself, or the one inside a Command's update."""
+    if isinstance(outcome, ToolMessage):
+        return outcome
+    for message in _command_messages(outcome):
+        if isinstance(message, ToolMessage) and message.tool_call_id == call_id:
+            return message
+    return None
+
+
+def _command_messages(command: Command[Any]) -> Sequence[Any]:
+    update = command.update
+    messages = update.get("messages") if isinstance(update, Mapping) else None
+    return messages if isinstance(messages, list) else []
+
+
+def _annotated(outcome: ToolOutcome, call_id: str, decision: Decision) -> ToolOutcome:
+    if isinstance(outcome, ToolMessage):
+        return annotated_tool_message(outcome, decision)
+    own = _own_message(outcome, call_id)
+    if own is None:
+        return outcome
+    assert isinstance(outcome.update, Mapping)
+    messages = [annotated_tool_message(m, decision) if m is own else m for m in _command_messages(outcome)]
+    return replace(outcome, update={**outcome.update, "messages": messages})
+
+
+def _not_run_text(stop: Decision) -> str:
+    rule = f" ({stop.rule})" if stop.rule else ""
+    return f"[policy] Not executed: this run was stopped{rule}. Give your final answer now."
+
+
+@contextlib.contextmanager
+def _bound_tool_runtime(runtime: Any) -> Iterator[None]:
+    """Make the tool's runtime visible to a ``read_file(runtime, path)`` reader during the gate."""
+    token = _tool_runtime.set(runtime)
+    try:
+        yield
+    finally:
+        _tool_runtime.reset(token)
+
+
+def _reader_for(read_file: ReadFile) -> Callable[[str], str | None]:
+    """Adapt a user's reader to the guard's ``read_file(path)``: pass the tool runtime when it
+    takes one, and read ``FileNotFoundError`` as a missing file."""
+    takes_runtime = _required_positional_count(read_file) == 2
+
+    def read(path: str) -> str | None:
+        try:
+            if takes_runtime:
+                return read_file(_tool_runtime.get(), path)  # type: ignore[call-arg]
+            return read_file(path)  # type: ignore[call-arg]
+        except FileNotFoundError:
+            return None
+
+    return read
+
+
+def _required_positional_count(function: Callable[..., Any]) -> int:
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return 1
+    return sum(1 for p in parameters
+               if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty)

@@ -1,0 +1,137 @@
+"""How decisions reach the model in LangChain messages.
+
+Every function returns a new message and leaves its argument untouched.
+
+- a ``stop`` ends the run: the AI message loses its tool calls and gains the
+  stop text, so the agent loop finishes with a final answer;
+- a ``block`` becomes an error ``ToolMessage`` for the call that did not run;
+- a hint or warning is appended to the call's own ``ToolMessage`` after a
+  blank line.
+
+Structured facts ride along in ``additional_kwargs["policy"]``, and in
+DeerFlow's ``deerflow_tool_meta`` so DeerFlow's own middlewares read them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import AIMessage, ToolMessage
+
+from policy.decision import Decision
+from policy.events import ToolCall
+from policy.hooks.delivery import decision_text
+
+POLICY_KEY = "policy"
+DEERFLOW_META_KEY = "deerflow_tool_meta"
+META_SOURCE = "harness_guard"
+
+_TOOL_CALL_BLOCK_TYPES = frozenset(
+    {"tool_use", "tool_call", "tool_call_chunk", "function_call", "server_tool_use"})
+"""Content blocks that carry a tool call (Anthropic ``tool_use``, LangChain's standard ``tool_call``)."""
+
+_NEXT_ACTION = {"hint": "continue", "warn": "try_alternative", "block": "try_alternative", "stop": "stop"}
+
+Content = str | list[str | dict[str, Any]]
+
+
+def policy_metadata(decision: Decision) -> dict[str, Any]:
+    """``additional_kwargs["policy"]``: what fired, on what, and the counts behind it."""
+    return {
+        "action": decision.action,
+        "rule": str(decision.rule) if decision.rule else None,
+        "signature": decision.signature,
+        "captures": dict(decision.captures),
+        "counts": {key: value for key, value in decision.metadata.items()
+                   if isinstance(value, int) and not isinstance(value, bool)},
+    }
+
+
+def stopped_ai_message(message: AIMessage, decision: Decision) -> AIMessage:
+    """The model's message with its tool calls removed and the stop text appended."""
+    additional = {key: value for key, value in message.additional_kwargs.items()
+                  if key not in ("tool_calls", "function_call")}
+    additional[POLICY_KEY] = policy_metadata(decision)
+    return message.model_copy(update={
+        "content": append_text(message.content, decision_text(decision), drop_tool_calls=True),
+        "tool_calls": [],
+        "invalid_tool_calls": [],
+        "additional_kwargs": additional,
+        "response_metadata": {**message.response_metadata, "finish_reason": "stop"},
+    })
+
+
+def blocked_tool_message(call: ToolCall, decision: Decision) -> ToolMessage:
+    """The answer to a call that was not executed."""
+    return ToolMessage(
+        content=decision_text(decision),
+        status="error",
+        name=call.name,
+        tool_call_id=call.id,
+        additional_kwargs={
+            POLICY_KEY: policy_metadata(decision),
+            DEERFLOW_META_KEY: deerflow_meta(decision, "error", None),
+        },
+    )
+
+
+def annotated_tool_message(message: ToolMessage, decision: Decision) -> ToolMessage:
+    """The tool's own message with the decision's text appended after a blank line."""
+    additional = dict(message.additional_kwargs)
+    additional[POLICY_KEY] = policy_metadata(decision)
+    additional[DEERFLOW_META_KEY] = deerflow_meta(decision, message.status, additional.get(DEERFLOW_META_KEY))
+    return message.model_copy(update={
+        "content": append_text(message.content, decision_text(decision)),
+        "additional_kwargs": additional,
+    })
+
+
+def deerflow_meta(decision: Decision, status: str, existing: Any) -> dict[str, Any]:
+    """DeerFlow's tool-result meta.  One stamped by an inner middleware keeps its
+    classification; the guard only says what to do next."""
+    next_action = _NEXT_ACTION.get(decision.action, "continue")
+    if isinstance(existing, dict):
+        if decision.action in ("warn", "stop"):
+            return {**existing, "recommended_next_action": next_action,
+                    "recoverable_by_model": decision.action != "stop"}
+        return dict(existing)
+    failed = status == "error" or _diagnosed_failed(decision)
+    return {
+        "status": "error" if failed else "success",
+        "error_type": _error_type(decision) if failed else None,
+        "recoverable_by_model": decision.action != "stop",
+        "recommended_next_action": next_action,
+        "source": META_SOURCE,
+    }
+
+
+def _diagnosed_failed(decision: Decision) -> bool:
+    """Did the policy read the result as failed (``fails_when``, ``Error:``), whatever its status?"""
+    combined = decision.metadata.get("decisions") or []
+    return decision.metadata.get("failed") is True or any(
+        isinstance(d, dict) and (d.get("metadata") or {}).get("failed") is True for d in combined)
+
+
+def _error_type(decision: Decision) -> str:
+    if decision.signature:
+        return decision.signature.lower()
+    kind = decision.rule.kind if decision.rule else ""
+    return {"gate": "invalid_write", "loop": "loop_detected"}.get(kind, "policy")
+
+
+def append_text(content: Content, text: str, *, drop_tool_calls: bool = False) -> Content:
+    """``content`` followed by ``text`` after a blank line (a new text block for block lists)."""
+    if isinstance(content, str):
+        return f"{content.rstrip()}\n\n{text}" if content.strip() else text
+    blocks = [block for block in content if not (
+        drop_tool_calls and isinstance(block, dict) and block.get("type") in _TOOL_CALL_BLOCK_TYPES)]
+    return [*blocks, {"type": "text", "text": text}]
+
+
+def message_text(content: Content) -> str:
+    """The text of a message's content (the text blocks of a block list, joined)."""
+    if isinstance(content, str):
+        return content
+    parts = [block if isinstance(block, str) else str(block.get("text", "")) for block in content
+             if isinstance(block, str) or block.get("type") == "text"]
+    return "\n".join(part for part in parts if part)

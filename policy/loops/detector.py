@@ -1,0 +1,108 @@
+"""The loop detector: the four layers of a policy, and the order their findings are decided in.
+
+Ordering (DESIGN.md, "Events and decisions"): on a turn, ``repeat`` counts
+the batch and ``frequency`` counts each call in the model's order.  A stop
+from either ends the scan at once (it rejects the whole batch); a warning
+candidate never does, so every call of an admitted batch is counted.  A stop
+outranks any warning; when nothing stops, a ``repeat`` warning precedes a
+``frequency`` one, and among frequency warnings the first crossing in call
+order wins.  Only the selected warning is marked (so it is not repeated) and
+logged; the others can warn in a later batch.  On a result, an
+``error_streak`` finding outranks an ``oscillation`` one of equal severity.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from policy.compiled import CompiledPolicy
+from policy.decision import ALLOW, SEVERITY, Decision
+from policy.events import ToolCall, ToolResult
+from policy.loops.finding import Finding
+from policy.loops.frequency import FrequencyLayer
+from policy.loops.keys import CallKeys, fingerprint, result_fingerprint
+from policy.loops.oscillation import OscillationLayer
+from policy.loops.repeat import RepeatLayer
+from policy.loops.state import ScopeState
+from policy.loops.streak import ErrorKey, ErrorStreakLayer
+from policy.variables import common_variables
+
+log = logging.getLogger("policy.loops")
+
+
+class LoopDetector:
+    """The loop layers of one compiled policy.  It holds no state: that is the ``ScopeState`` passed in."""
+
+    def __init__(self, policy: CompiledPolicy) -> None:
+        self.policy = policy
+        self.keys = CallKeys(policy)
+        repeat, frequency, streak, oscillation = (
+            policy.repeat, policy.frequency, policy.error_streak, policy.oscillation
+        )
+        self._repeat = RepeatLayer(repeat, self.keys) if repeat else None
+        self._frequency = FrequencyLayer(frequency) if frequency else None
+        self._streak = ErrorStreakLayer(streak, policy.signatures) if streak else None
+        self._oscillation = OscillationLayer(oscillation) if oscillation else None
+
+    def on_turn(self, state: ScopeState, calls: Sequence[ToolCall]) -> Decision:
+        """``repeat`` and ``frequency`` over one batch of calls."""
+        if not calls:
+            return ALLOW
+        selected = self._repeat.on_turn(state.repeat, calls) if self._repeat else None
+        if selected is not None and selected.action == "stop":
+            return self._decide(selected)
+        if self._frequency is not None:
+            frequency = self._frequency
+            window = state.frequency
+            for call in calls:
+                finding = frequency.on_call(window, call)
+                if finding is None:
+                    continue
+                if finding.action == "stop":
+                    return self._decide(finding)
+                if selected is None:
+                    selected = finding
+        return ALLOW if selected is None else self._decide(selected)
+
+    def on_result(
+        self,
+        state: ScopeState,
+        call: ToolCall,
+        result: ToolResult,
+        *,
+        failed: bool,
+        error_key: ErrorKey | None,
+        state_changed: bool,
+    ) -> Decision:
+        """Progress bookkeeping for ``repeat``, then ``error_streak`` and ``oscillation``."""
+        call_key = fingerprint(self.keys.call_key(call))
+        result_key = result_fingerprint(self.policy, result.content)
+        if self._repeat is not None:
+            self._repeat.on_result(state.repeat, call.id, call_key, result_key, result.content, state_changed)
+        selected: Finding | None = None
+        if self._streak is not None:
+            key = error_key if error_key else ("text", result_key.hex())
+            selected = self._streak.on_result(state.streak, call, result, failed, key)
+        if self._oscillation is not None:
+            cycle = self._oscillation.on_result(state.oscillation, call, call_key, result_key, state_changed)
+            if cycle is not None and (selected is None or SEVERITY[cycle.action] > SEVERITY[selected.action]):
+                selected = cycle
+        return ALLOW if selected is None else self._decide(selected)
+
+    def _decide(self, finding: Finding) -> Decision:
+        """Mark, log and render the selected finding."""
+        if finding.mark is not None:
+            finding.mark()
+        log.warning("loop %s %s on call %s: %s", finding.ref.name, finding.action, finding.call.id, finding)
+        variables = common_variables(self.policy, finding.ref, finding.action, finding.call)
+        variables.update(finding.facts)
+        if finding.hint is not None:
+            hint = finding.hint.render(variables)
+        else:
+            hint = f"[policy] loop {finding.ref.name} {finding.action}: {finding}."
+        metadata: dict[str, Any] = {"layer": finding.kind, "call": variables["call"], **finding.facts,
+                                    **finding.metadata}
+        return Decision(action=finding.action, rule=finding.ref, hint=hint, call_id=finding.call.id,
+                        metadata=metadata)

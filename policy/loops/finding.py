@@ -1,0 +1,50 @@
+"""A loop layer's verdict, before the detector turns it into a decision."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from policy.decision import Action, RuleRef
+from policy.events import ToolCall
+from policy.hints import HintTemplate, truncate_middle
+
+EXCERPT_LENGTH = 160
+
+
+@dataclass(slots=True)
+class Finding:
+    """What a layer found: a warning candidate or a stop, with the facts its hint shows."""
+
+    kind: str
+    """The rule kind of ``policy.hints.RULE_VARIABLES``: repeat, frequency, error_streak, oscillation."""
+    action: Action
+    ref: RuleRef
+    hint: HintTemplate | None
+    call: ToolCall
+    """The call the decision concerns."""
+    facts: dict[str, Any]
+    """The kind's hint variables (counts, thresholds, what repeated); also the decision's metadata."""
+    describe: Callable[[Finding], str]
+    """One plain line: the hint when the rule has no template, and the log text."""
+    mark: Callable[[], None] | None = None
+    """Suppress this warning from repeating; called only when this finding is the one selected."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """Facts for the decision's metadata beyond the hint variables."""
+
+    def __str__(self) -> str:
+        return self.describe(self)
+
+
+def excerpt(text: str, length: int = EXCERPT_LENGTH) -> str:
+    """A one-line excerpt (start and end) of a possibly huge text, whitespace collapsed."""
+    if len(text) > 4 * length:
+        text = text[: 2 * length] + " " + text[-2 * length :]
+    return truncate_middle(" ".join(text.split()), length)
+
+
+def tail_excerpt(text: str, length: int = EXCERPT_LENGTH) -> str:
+    """The last ``length`` characters of a text on one line (an error's message is at its end)."""
+    flat = " ".join(text[-4 * length :].split())
+    return flat if len(flat) <= length else "…" + flat[-(length - 1) :]

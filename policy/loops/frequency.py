@@ -1,0 +1,94 @@
+"""``loop frequency``: one tool called too often within the last ``window`` calls.
+
+Each call is one character in the scope's window string (``chr`` of its
+tool's slot), so counting a tool is one ``str.count``.  A tool's warning mark
+lasts while its count stays at or above its ``warn`` limit: once the burst
+decays the tool can warn again.
+"""
+
+from __future__ import annotations
+
+from policy.compiled import FrequencyRule
+from policy.decision import Action
+from policy.events import ToolCall
+from policy.loops.finding import Finding
+from policy.loops.state import FrequencyState
+
+
+class FrequencyLayer:
+    def __init__(self, rule: FrequencyRule) -> None:
+        self.rule = rule
+        self.window = max(rule.window, rule.stop, *(limit.stop for limit in rule.overrides.values()))
+        """Never shorter than the largest stop limit, or that limit could never be reached."""
+        self._default = (rule.warn, rule.stop)
+        self._limits = {tool: (limit.warn, limit.stop) for tool, limit in rule.overrides.items()}
+
+    def limits(self, tool: str) -> tuple[int, int]:
+        """The tool's (warn, stop) limits."""
+        return self._limits.get(tool, self._default)
+
+    def on_call(self, state: FrequencyState, call: ToolCall) -> Finding | None:
+        """Count one call; a stop, an unmarked warning candidate, or None."""
+        slot = _slot(state, call.name)
+        window = state.window + slot
+        overflow = len(window) - self.window
+        if overflow > 0:
+            evicted, window = window[:overflow], window[overflow:]
+            state.window = window
+            for gone in set(evicted):
+                self._after_eviction(state, gone)
+        else:
+            state.window = window
+
+        count = window.count(slot)
+        warn, stop = self.limits(call.name)
+        if count >= stop:
+            return self._finding("stop", call, count, warn, stop)
+        if count >= warn and slot not in state.warned:
+            finding = self._finding("warn", call, count, warn, stop)
+            finding.mark = lambda: self._mark(state, call.name, slot)
+            return finding
+        return None
+
+    def _mark(self, state: FrequencyState, tool: str, slot: str) -> None:
+        """Suppress the tool's warning, unless its burst already decayed within the batch."""
+        if state.tools[ord(slot)] == tool and state.window.count(slot) >= self.limits(tool)[0]:
+            state.warned += slot
+
+    def _after_eviction(self, state: FrequencyState, slot: str) -> None:
+        if slot not in state.window:
+            state.tools[ord(slot)] = None
+            state.warned = state.warned.replace(slot, "")
+        elif slot in state.warned:
+            tool = state.tools[ord(slot)]
+            if tool is None or state.window.count(slot) < self.limits(tool)[0]:
+                state.warned = state.warned.replace(slot, "")
+
+    def _finding(self, action: Action, call: ToolCall, count: int, warn: int, stop: int) -> Finding:
+        facts = {"count": count, "warn": warn, "stop": stop, "window": self.window}
+        return Finding("frequency", action, self.rule.ref, self.rule.hint, call, facts, _describe,
+                       metadata={"tool": call.name})
+
+
+def _slot(state: FrequencyState, tool: str) -> str:
+    """The tool's slot character, taking a free slot for a tool new to the window."""
+    tools = state.tools
+    try:
+        return chr(tools.index(tool))
+    except ValueError:
+        pass
+    try:
+        index = tools.index(None)
+        tools[index] = tool
+    except ValueError:
+        index = len(tools)
+        tools.append(tool)
+    return chr(index)
+
+
+def _describe(finding: Finding) -> str:
+    facts = finding.facts
+    return (
+        f"`{finding.call.name}` was called {facts['count']} times in the last {facts['window']} calls "
+        f"(warn at {facts['warn']}, stop at {facts['stop']})"
+    )

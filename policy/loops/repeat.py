@@ -1,0 +1,201 @@
+"""``loop repeat``: the same batch of calls again and again (DeerFlow's hash layer).
+
+A batch's key is counted within the last ``window`` turns: a warning at
+``warn`` (once per key while it still counts in the window), a stop at
+``stop``.  With ``until_progress`` an occurrence counts only while the
+batch's results stay the same and no state-changing call succeeded since:
+a different result restarts that batch's count, a state change restarts
+every count.  Occurrences that no longer count are tombstoned in place, so
+the window still slides by turns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from policy.compiled import RepeatRule
+from policy.decision import Action
+from policy.events import ToolCall
+from policy.loops.finding import Finding, excerpt
+from policy.loops.keys import CallKeys, fingerprint
+from policy.loops.state import DIGEST, EXCERPTS, TOMBSTONE, RepeatState
+from policy.variables import call_summary
+
+_MASK = (1 << (8 * DIGEST)) - 1
+
+
+class RepeatLayer:
+    def __init__(self, rule: RepeatRule, keys: CallKeys) -> None:
+        self.rule = rule
+        self._keys = keys
+        self._width = rule.window * DIGEST
+
+    def on_turn(self, state: RepeatState, calls: Sequence[ToolCall]) -> Finding | None:
+        """Count the batch; a stop, an unmarked warning candidate, or None."""
+        key = fingerprint(self._keys.batch_key(calls))
+        state.turns += 1
+        keys = state.keys + key
+        results = state.results + TOMBSTONE
+        overflow = len(keys) - self._width
+        if overflow > 0:
+            keys, results = keys[overflow:], results[overflow:]
+        state.keys, state.results = keys, results
+        if overflow > 0 and state.warned:
+            _forget_absent(state)
+        inflight = state.inflight
+        for call in calls:
+            inflight[call.id] = state.turns
+        if overflow > 0 and len(inflight) > len(calls):
+            _drop_stale(state)
+
+        count = keys.count(key)
+        rule = self.rule
+        if count >= rule.stop:
+            return self._finding("stop", state, key, calls, count)
+        if count >= rule.warn and key not in state.warned:
+            finding = self._finding("warn", state, key, calls, count)
+            finding.mark = lambda: state.warned.append(key)
+            return finding
+        return None
+
+    def on_result(
+        self, state: RepeatState, call_id: str, call_key: bytes, result: bytes, text: str, state_changed: bool
+    ) -> None:
+        """Record a call's result; with ``until_progress``, restart counts on progress."""
+        turn = state.inflight.pop(call_id, None)
+        if turn is not None:
+            self._record(state, turn, call_key, result, text)
+        if state_changed and self.rule.until_progress:
+            _tombstone_through(state, turn if turn is not None else state.turns)
+
+    def _record(self, state: RepeatState, turn: int, call_key: bytes, result: bytes, text: str) -> None:
+        position = turn - (state.turns - len(state.keys) // DIGEST) - 1
+        combined = state.partial.pop(turn, 0) + int.from_bytes(result, "big") * (
+            2 * int.from_bytes(call_key, "big") + 1
+        )
+        if position < 0:
+            return
+        if turn in state.inflight.values():  # other calls of that turn are still running
+            state.partial[turn] = combined & _MASK
+            return
+        digest = (combined & _MASK).to_bytes(DIGEST, "big")
+        if digest == TOMBSTONE:
+            digest = (1).to_bytes(DIGEST, "big")
+        start = position * DIGEST
+        key = state.keys[start : start + DIGEST]
+        state.results = state.results[:start] + digest + state.results[start + DIGEST :]
+        _keep_excerpt(state, key, text)
+        if self.rule.until_progress and key != TOMBSTONE:
+            previous = _previous_result(state, key, start)
+            if previous is not None and previous != digest:
+                _restart(state, key, start)
+
+    def _finding(
+        self, action: Action, state: RepeatState, key: bytes, calls: Sequence[ToolCall], count: int
+    ) -> Finding:
+        rule = self.rule
+        known = _known_results(state, key)
+        same_result = len(known) >= 2 and len(set(known)) == 1
+        facts: dict[str, Any] = {
+            "count": count,
+            "warn": rule.warn,
+            "stop": rule.stop,
+            "window": rule.window,
+            "same_result": same_result,
+            "result_excerpt": _excerpt_of(state, key),
+        }
+        metadata = {"until_progress": rule.until_progress, "batch_size": len(calls)}
+        return Finding("repeat", action, rule.ref, rule.hint, calls[0], facts, _describe, metadata=metadata)
+
+
+def _describe(finding: Finding) -> str:
+    facts = finding.facts
+    same = ", with the same result each time" if facts["same_result"] else ""
+    return (
+        f"{call_summary(finding.call, 80)} was made {facts['count']} times within the last "
+        f"{facts['window']} turns{same} (warn at {facts['warn']}, stop at {facts['stop']})"
+    )
+
+
+def _keep_excerpt(state: RepeatState, key: bytes, text: str) -> None:
+    """Remember the result of ``key`` for its hint, among the few most recent batches."""
+    keys, excerpts = state.excerpt_keys, state.excerpts
+    for offset in _aligned(keys, key, len(keys)):  # at most one: keys are distinct
+        keys = keys[:offset] + keys[offset + DIGEST :]
+        excerpts = excerpts[: offset // DIGEST] + excerpts[offset // DIGEST + 1 :]
+    state.excerpt_keys = (key + keys)[: EXCERPTS * DIGEST]
+    state.excerpts = [excerpt(text), *excerpts][:EXCERPTS]
+
+
+def _excerpt_of(state: RepeatState, key: bytes) -> str:
+    offsets = _aligned(state.excerpt_keys, key, len(state.excerpt_keys))
+    return state.excerpts[offsets[0] // DIGEST] if offsets else ""
+
+
+def _aligned(keys: bytes, key: bytes, end: int) -> list[int]:
+    """Byte offsets of the entries equal to ``key`` before ``end``."""
+    offsets = []
+    offset = keys.find(key, 0, end)
+    while offset >= 0:
+        if offset % DIGEST == 0:
+            offsets.append(offset)
+        offset = keys.find(key, offset + 1, end)
+    return offsets
+
+
+def _known_results(state: RepeatState, key: bytes) -> list[bytes]:
+    results = state.results
+    return [
+        result
+        for offset in _aligned(state.keys, key, len(state.keys))
+        if (result := results[offset : offset + DIGEST]) != TOMBSTONE
+    ]
+
+
+def _previous_result(state: RepeatState, key: bytes, end: int) -> bytes | None:
+    """The newest known result of ``key`` among the entries before byte offset ``end``."""
+    for offset in reversed(_aligned(state.keys, key, end)):
+        result = state.results[offset : offset + DIGEST]
+        if result != TOMBSTONE:
+            return result
+    return None
+
+
+def _restart(state: RepeatState, key: bytes, end: int) -> None:
+    """A different result: earlier occurrences of ``key`` no longer count, nor does its warning."""
+    keys = bytearray(state.keys)
+    for offset in _aligned(state.keys, key, end):
+        keys[offset : offset + DIGEST] = TOMBSTONE
+    state.keys = bytes(keys)
+    if key in state.warned:
+        state.warned.remove(key)
+
+
+def _tombstone_through(state: RepeatState, turn: int) -> None:
+    """A state change: no occurrence up to ``turn`` counts any more."""
+    entries = turn - (state.turns - len(state.keys) // DIGEST)
+    if entries <= 0:
+        return
+    cut = min(entries, len(state.keys) // DIGEST) * DIGEST
+    state.keys = TOMBSTONE * (cut // DIGEST) + state.keys[cut:]
+    if state.warned:
+        _forget_absent(state)
+
+
+def _forget_absent(state: RepeatState) -> None:
+    """A warning mark lasts while its batch still counts in the window."""
+    state.warned = [key for key in state.warned if _aligned(state.keys, key, len(state.keys))]
+
+
+def _drop_stale(state: RepeatState) -> None:
+    """Forget calls whose results never came once their turn has left the window."""
+    oldest = state.turns - len(state.keys) // DIGEST
+    inflight = state.inflight
+    while inflight:
+        call_id = next(iter(inflight))
+        turn = inflight[call_id]
+        if turn > oldest:
+            break
+        del inflight[call_id]
+        state.partial.pop(turn, None)

@@ -1,0 +1,82 @@
+"""``loop error_streak``: the same error again and again, with nothing in between.
+
+"The same error" is the error key the signatures supply: (signature, key
+captures…) — the same module, file, port — or ("text", normalised tail) for
+an error no signature names.  With ``same signature`` only the first element
+is compared.  A success, or a different error, ends the streak.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from policy.compiled import ErrorStreakRule, SignatureRule
+from policy.decision import Action
+from policy.events import ToolCall, ToolResult
+from policy.loops.finding import Finding, tail_excerpt
+from policy.loops.keys import fingerprint, stable_json
+from policy.loops.state import StreakState
+
+ErrorKey = tuple[Any, ...]
+
+
+class ErrorStreakLayer:
+    def __init__(self, rule: ErrorStreakRule, signatures: Sequence[SignatureRule]) -> None:
+        self.rule = rule
+        self._capture_names = {signature.ref.name: signature.key for signature in signatures}
+
+    def on_result(
+        self, state: StreakState, call: ToolCall, result: ToolResult, failed: bool, error_key: ErrorKey
+    ) -> Finding | None:
+        """Extend or end the streak; a stop, an unmarked warning candidate, or None."""
+        if not failed:
+            state.key, state.count, state.warned = b"", 0, False
+            return None
+        compared = error_key if self.rule.same_captures else error_key[:1]
+        key = fingerprint(stable_json(compared))
+        if key == state.key:
+            state.count += 1
+        else:
+            state.key, state.count, state.warned = key, 1, False
+
+        rule = self.rule
+        if state.count >= rule.stop:
+            return self._finding("stop", call, result, error_key, state.count)
+        if state.count >= rule.warn and not state.warned:
+            finding = self._finding("warn", call, result, error_key, state.count)
+            finding.mark = lambda: setattr(state, "warned", True)
+            return finding
+        return None
+
+    def _finding(self, action: Action, call: ToolCall, result: ToolResult, error_key: ErrorKey,
+                 count: int) -> Finding:
+        rule = self.rule
+        facts = {
+            "count": count,
+            "warn": rule.warn,
+            "stop": rule.stop,
+            "signature": str(error_key[0]) if error_key else "",
+            "captures": self._captures(error_key),
+            "excerpt": tail_excerpt(result.content),
+        }
+        return Finding("error_streak", action, rule.ref, rule.hint, call, facts, _describe,
+                       metadata={"same": "captures" if rule.same_captures else "signature"})
+
+
+    def _captures(self, error_key: ErrorKey) -> dict[str, str]:
+        """The key captures of an error key, by name: (signature, value…) in the order of the
+        signature's ``key``, or (signature, {name: value})."""
+        if len(error_key) == 2 and isinstance(error_key[1], Mapping):
+            return {str(name): str(value) for name, value in error_key[1].items()}
+        names = self._capture_names.get(error_key[0], ()) if error_key else ()
+        return {name: str(value) for name, value in zip(names, error_key[1:], strict=False) if value}
+
+
+def _describe(finding: Finding) -> str:
+    facts = finding.facts
+    captures = "".join(f" {name}={value}" for name, value in facts["captures"].items())
+    return (
+        f"the same error ({facts['signature']}{captures}) came back {facts['count']} times in a row "
+        f"(warn at {facts['warn']}, stop at {facts['stop']}): {facts['excerpt']}"
+    )

@@ -1,0 +1,155 @@
+"""A Redis-backed ``Store``: loop state shared by the workers of a gateway.
+
+Each scope's ``ScopeState`` is one JSON string.  ``scope()`` takes a per-scope
+Redis lock (``SET NX PX`` with a random token), reads the state, hands it
+out, and on a normal exit saves it with a Lua script that first checks the
+lock is still ours, so two workers never interleave updates of one scope;
+the lock is released by a compare-and-delete script (never someone else's).
+An exception inside the block saves nothing.
+
+Bounded: states expire ``ttl_seconds`` after their last use, and at most
+``max_scopes`` are kept (the least recently used go).  A set per thread lists
+its run scopes for ``drop_thread``.  Written for a standalone Redis (the
+save script deletes evicted scopes it only learns about while running).
+
+Needs the optional ``redis`` package (``pip install policyctl[redis]``).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import secrets
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from policy.events import Scope
+from policy.loops.state import ScopeState
+
+if TYPE_CHECKING:
+    import redis
+
+log = logging.getLogger("policy.redis_store")
+
+_RELEASE = """
+if redis.call('get', KEYS[1]) == ARGV[1] then
+  return redis.call('del', KEYS[1])
+end
+return 0
+"""
+
+_SAVE = """
+if redis.call('get', KEYS[1]) ~= ARGV[1] then
+  return 0
+end
+local ttl, now, max_scopes = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+redis.call('set', KEYS[2], ARGV[2], 'EX', ttl)
+redis.call('sadd', KEYS[3], KEYS[2])
+redis.call('expire', KEYS[3], ttl)
+redis.call('zadd', KEYS[4], now, KEYS[2])
+redis.call('zremrangebyscore', KEYS[4], '-inf', now - ttl)
+local excess = redis.call('zcard', KEYS[4]) - max_scopes
+if excess > 0 then
+  local evicted = redis.call('zpopmin', KEYS[4], excess)
+  for i = 1, #evicted, 2 do
+    redis.call('del', evicted[i])
+  end
+end
+return 1
+"""
+
+
+class StoreBusyError(TimeoutError):
+    """Another worker held a scope's lock for longer than the store waits."""
+
+
+class LockLostError(RuntimeError):
+    """A scope's lock expired while its state was in use; the update was not saved."""
+
+
+class RedisStore:
+    """Scope state in Redis, safe across processes, threads and hosts."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        prefix: str = "policyctl",
+        ttl_seconds: int = 86400,
+        max_scopes: int = 100_000,
+        lock_seconds: float = 30.0,
+        wait_seconds: float = 10.0,
+    ) -> None:
+        if ttl_seconds < 1 or max_scopes < 1 or lock_seconds <= 0 or wait_seconds < 0:
+            raise ValueError("RedisStore: ttl_seconds, max_scopes and lock_seconds must be positive")
+        self.client = client
+        self.prefix = prefix
+        self.ttl_seconds = ttl_seconds
+        self.max_scopes = max_scopes
+        self.lock_seconds = lock_seconds
+        self.wait_seconds = wait_seconds
+        self._release = client.register_script(_RELEASE)
+        self._save = client.register_script(_SAVE)
+        self._scopes_key = f"{prefix}:scopes"
+
+    @contextmanager
+    def scope(self, scope: Scope) -> Iterator[ScopeState]:
+        """Exclusive access to the scope's state across every worker; saved when the block ends normally."""
+        key = self.state_key(scope)
+        lock = f"{key}:lock"
+        token = self._acquire(lock)
+        try:
+            state = self._load(key)
+            yield state
+            saved = self._save(
+                keys=[lock, key, self._thread_key(scope.thread_id), self._scopes_key],
+                args=[token, state.to_json(), self.ttl_seconds, time.time(), self.max_scopes],
+            )
+            if not saved:
+                raise LockLostError(f"the lock of scope {key} expired after {self.lock_seconds}s; not saved")
+        finally:
+            self._release(keys=[lock], args=[token])
+
+    def drop_thread(self, thread_id: str) -> None:
+        thread_key = self._thread_key(thread_id)
+        members = list(self.client.smembers(thread_key))
+        pipeline = self.client.pipeline()
+        if members:
+            pipeline.delete(*members)
+            pipeline.zrem(self._scopes_key, *members)
+        pipeline.delete(thread_key)
+        pipeline.execute()
+
+    def __len__(self) -> int:
+        """Scopes used within the last ``ttl_seconds``."""
+        return int(self.client.zcount(self._scopes_key, time.time() - self.ttl_seconds, "+inf"))
+
+    def state_key(self, scope: Scope) -> str:
+        return f"{self.prefix}:state:{quote(scope.thread_id, safe='')}:{quote(scope.run_id or '', safe='')}"
+
+    def _thread_key(self, thread_id: str) -> str:
+        return f"{self.prefix}:thread:{quote(thread_id, safe='')}"
+
+    def _acquire(self, lock: str) -> str:
+        token = secrets.token_hex(16)
+        deadline = time.monotonic() + self.wait_seconds
+        pause = 0.001
+        while not self.client.set(lock, token, nx=True, px=int(self.lock_seconds * 1000)):
+            if time.monotonic() >= deadline:
+                raise StoreBusyError(f"{lock} stayed locked for more than {self.wait_seconds}s")
+            time.sleep(pause * random.uniform(0.5, 1.5))
+            pause = min(pause * 2, 0.05)
+        return token
+
+    def _load(self, key: str) -> ScopeState:
+        raw: Any = self.client.get(key)
+        if raw is None:
+            return ScopeState()
+        try:
+            return ScopeState.from_json(raw)
+        except ValueError as err:
+            log.warning("discarding unreadable state of %s: %s", key, err)
+            return ScopeState()

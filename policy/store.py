@@ -1,0 +1,87 @@
+"""Where loop state lives: the ``Store`` interface and the in-memory LRU store.
+
+A store hands out one scope's ``ScopeState`` at a time (``with
+store.scope(scope) as state:``), exclusively for the duration of the block,
+created empty on first use and saved when the block ends.  Keep the block
+free of ``await`` and of nested ``scope()`` calls: the in-memory store is then
+both thread-safe and asyncio-safe, and never blocks for longer than the
+evaluation itself.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Protocol
+
+from policy.events import Scope
+from policy.loops.state import ScopeState
+
+ScopeKey = tuple[str, str]
+"""(thread id, run id)."""
+
+
+class Store(Protocol):
+    """Per-scope loop state.  Implementations: ``MemoryStore``, ``policy.redis_store.RedisStore``."""
+
+    def scope(self, scope: Scope) -> AbstractContextManager[ScopeState]:
+        """Exclusive access to the scope's state, created empty on first use and saved on exit."""
+        ...
+
+    def drop_thread(self, thread_id: str) -> None:
+        """Forget every run scope of the thread."""
+        ...
+
+    def __len__(self) -> int:
+        """The number of scopes tracked."""
+        ...
+
+
+def scope_key(scope: Scope) -> ScopeKey:
+    return (scope.thread_id, scope.run_id or "")
+
+
+class MemoryStore:
+    """Scopes in one process's memory, at most ``max_scopes`` of them (the least recently used go).
+
+    One short lock guards the LRU; a scope's own work runs under one of
+    ``LOCK_STRIPES`` locks chosen by its key, so different scopes proceed in
+    parallel.  A scope evicted while in use is simply forgotten afterwards.
+    """
+
+    LOCK_STRIPES = 64
+
+    def __init__(self, max_scopes: int = 1000) -> None:
+        if max_scopes < 1:
+            raise ValueError(f"max_scopes must be at least 1, not {max_scopes}")
+        self.max_scopes = max_scopes
+        self._states: OrderedDict[ScopeKey, ScopeState] = OrderedDict()
+        self._lru_lock = threading.Lock()
+        self._scope_locks = tuple(threading.RLock() for _ in range(self.LOCK_STRIPES))
+
+    @contextmanager
+    def scope(self, scope: Scope) -> Iterator[ScopeState]:
+        key = scope_key(scope)
+        with self._scope_locks[hash(key) % self.LOCK_STRIPES]:
+            yield self._checkout(key)
+
+    def drop_thread(self, thread_id: str) -> None:
+        with self._lru_lock:
+            for key in [key for key in self._states if key[0] == thread_id]:
+                del self._states[key]
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+    def _checkout(self, key: ScopeKey) -> ScopeState:
+        with self._lru_lock:
+            state = self._states.get(key)
+            if state is not None:
+                self._states.move_to_end(key)
+                return state
+            state = self._states[key] = ScopeState()
+            while len(self._states) > self.max_scopes:
+                self._states.popitem(last=False)
+            return state

@@ -1,0 +1,265 @@
+"""Turn-level loop layers (repeat, frequency) and the decision-ordering rules of DESIGN.md."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from pathlib import Path
+
+import pytest
+
+from policy.compiled import CompiledPolicy, FrequencyRule
+from policy.decision import RuleRef
+from policy.events import ToolCall
+from policy.loader import load_policy
+from policy.loops.detector import LoopDetector
+from policy.loops.frequency import FrequencyLayer
+from policy.loops.state import FrequencyState, ScopeState
+
+_ids = itertools.count(1)
+
+ORDERING = """
+loop repeat { window 10; warn 2; stop 4 }
+loop frequency { window 6; warn 3; stop 5; tool ls { warn 2; stop 3 } }
+"""
+
+
+def load(tmp_path: Path, text: str) -> CompiledPolicy:
+    path = tmp_path / "loops.policy"
+    path.write_text(text, encoding="utf-8")
+    return load_policy(path)
+
+
+def call(tool: str = "bash", arg: str | None = None) -> ToolCall:
+    """A call; without ``arg`` every call is distinct (so ``repeat`` ignores it)."""
+    number = next(_ids)
+    return ToolCall(id=f"c{number}", name=tool, args={"arg": arg if arg is not None else f"unique-{number}"})
+
+
+@pytest.fixture
+def ordering(tmp_path: Path) -> tuple[LoopDetector, ScopeState]:
+    return LoopDetector(load(tmp_path, ORDERING)), ScopeState()
+
+
+@pytest.fixture
+def repeat_only(tmp_path: Path) -> tuple[LoopDetector, ScopeState]:
+    return LoopDetector(load(tmp_path, "loop repeat { window 10; warn 2; stop 4 }")), ScopeState()
+
+
+def frequency_count(detector: LoopDetector, state: ScopeState, tool: str) -> int:
+    tools = state.frequency.tools
+    return state.frequency.window.count(chr(tools.index(tool))) if tool in tools else 0
+
+
+# --- repeat -------------------------------------------------------------------------
+
+
+def test_repeat_warns_once_at_warn_and_stops_at_stop(repeat_only: tuple[LoopDetector, ScopeState]) -> None:
+    detector, state = repeat_only
+    actions = [detector.on_turn(state, [call("bash", "make")]).action for _ in range(5)]
+    assert actions == ["allow", "warn", "allow", "stop", "stop"]
+
+
+def test_repeat_counts_only_within_the_window(repeat_only: tuple[LoopDetector, ScopeState]) -> None:
+    detector, state = repeat_only
+    detector.on_turn(state, [call("bash", "make")])
+    for _ in range(9):  # the first `make` slides out of the 10-turn window
+        detector.on_turn(state, [call()])
+    assert detector.on_turn(state, [call("bash", "make")]).action == "allow"
+    assert detector.on_turn(state, [call("bash", "make")]).action == "warn"
+
+
+def test_repeat_warns_again_once_the_key_has_left_the_window(
+    repeat_only: tuple[LoopDetector, ScopeState],
+) -> None:
+    detector, state = repeat_only
+    assert [detector.on_turn(state, [call("bash", "make")]).action for _ in range(2)] == ["allow", "warn"]
+    for _ in range(10):
+        detector.on_turn(state, [call()])
+    assert state.repeat.warned == []
+    assert [detector.on_turn(state, [call("bash", "make")]).action for _ in range(2)] == ["allow", "warn"]
+
+
+def test_a_batch_is_the_same_in_any_order_but_not_with_other_calls(
+    repeat_only: tuple[LoopDetector, ScopeState],
+) -> None:
+    detector, state = repeat_only
+    detector.on_turn(state, [call("bash", "a"), call("bash", "b")])
+    three = [call("bash", "b"), call("bash", "a"), call("bash", "a")]
+    assert detector.on_turn(state, three).action == "allow"
+    assert detector.on_turn(state, [call("bash", "b"), call("bash", "a")]).action == "warn"
+
+
+def test_a_repeat_decision_names_the_first_call_and_what_repeated(
+    repeat_only: tuple[LoopDetector, ScopeState],
+) -> None:
+    detector, state = repeat_only
+    detector.on_turn(state, [call("bash", "make"), call("bash", "test")])
+    first, second = call("bash", "test"), call("bash", "make")
+    decision = detector.on_turn(state, [first, second])
+    assert decision.action == "warn"
+    assert decision.call_id == first.id
+    assert decision.rule is not None and str(decision.rule) == "loop repeat"
+    assert decision.metadata["layer"] == "repeat"
+    assert decision.metadata["call"] == 'bash {"arg": "test"}'
+    assert {k: decision.metadata[k] for k in ("count", "warn", "stop", "window")} == {
+        "count": 2, "warn": 2, "stop": 4, "window": 10}
+    assert decision.metadata["batch_size"] == 2
+    assert decision.metadata["same_result"] is False  # no results seen yet
+    assert decision.hint == (
+        '[policy] loop repeat warn: bash {"arg": "test"} was made 2 times within the last 10 turns '
+        "(warn at 2, stop at 4)."
+    )
+
+
+def test_the_hint_template_sees_the_common_and_the_repeat_variables(tmp_path: Path) -> None:
+    policy = load(tmp_path, '''
+policy "tpl" { }
+loop repeat { window 5; warn 2; stop 3; hint r }
+hint r """{{ rule }}|{{ rule_kind }}|{{ rule_name }}|{{ action }}|{{ tool }}|{{ args.command }}\
+|{{ call }}|{{ call_id }}|{{ policy }}|{{ count }}/{{ warn }}/{{ stop }}/{{ window }}\
+|{{ same_result }}|{{ result_excerpt }}"""
+''')
+    detector, state = LoopDetector(policy), ScopeState()
+    detector.on_turn(state, [ToolCall(id="a", name="bash", args={"command": "ls"})])
+    decision = detector.on_turn(state, [ToolCall(id="b", name="bash", args={"command": "ls"})])
+    assert decision.hint == 'loop repeat|loop|repeat|warn|bash|ls|bash {"command": "ls"}|b|tpl|2/2/3/5|False|'
+
+
+# --- frequency ----------------------------------------------------------------------
+
+
+def test_frequency_counts_each_tool_with_its_own_limits(ordering: tuple[LoopDetector, ScopeState]) -> None:
+    detector, state = ordering
+    assert [detector.on_turn(state, [call("bash")]).action for _ in range(3)] == ["allow", "allow", "warn"]
+    assert [detector.on_turn(state, [call("ls")]).action for _ in range(2)] == ["allow", "warn"]
+    decision = detector.on_turn(state, [call("ls")])
+    assert decision.action == "stop"
+    assert decision.metadata["layer"] == "frequency" and decision.metadata["tool"] == "ls"
+    assert (decision.metadata["count"], decision.metadata["warn"], decision.metadata["stop"]) == (3, 2, 3)
+
+
+def test_frequency_window_slides_and_a_decayed_burst_can_warn_again(
+    ordering: tuple[LoopDetector, ScopeState],
+) -> None:
+    detector, state = ordering
+    assert [detector.on_turn(state, [call("bash")]).action for _ in range(3)] == ["allow", "allow", "warn"]
+    for tool in ("grep", "grep", "cat", "cat", "sed", "sed"):  # 6 calls later the bash burst is gone
+        detector.on_turn(state, [call(tool)])
+    assert state.frequency.warned == ""
+    assert frequency_count(detector, state, "bash") == 0
+    assert "bash" not in state.frequency.tools  # its slot was freed
+    assert [detector.on_turn(state, [call("bash")]).action for _ in range(3)] == ["allow", "allow", "warn"]
+
+
+def test_frequency_window_is_never_shorter_than_the_largest_stop() -> None:
+    rule = FrequencyRule(ref=RuleRef("loop", "frequency"), window=3, warn=2, stop=5)
+    layer, state = FrequencyLayer(rule), FrequencyState()
+    findings = [layer.on_call(state, call("bash")) for _ in range(5)]
+    assert layer.window == 5
+    assert [f.action if f else "allow" for f in findings] == ["allow", "warn", "warn", "warn", "stop"]
+
+
+# --- decision ordering (DESIGN.md) -------------------------------------------------------------
+
+
+def test_severity_first_a_frequency_stop_outranks_a_repeat_warning(
+    ordering: tuple[LoopDetector, ScopeState],
+) -> None:
+    detector, state = ordering
+    detector.on_turn(state, [call("ls", "x")])
+    assert detector.on_turn(state, [call("ls", "y")]).action == "warn"  # ls: 2 (frequency)
+    decision = detector.on_turn(state, [call("ls", "x")])  # repeat: 2 (warn), ls: 3 (stop)
+    assert decision.action == "stop" and str(decision.rule) == "loop frequency"
+    assert state.repeat.warned == []  # the repeat warning was not selected, so not marked
+
+
+def test_a_warning_candidate_never_short_circuits_frequency_accounting(
+    ordering: tuple[LoopDetector, ScopeState],
+) -> None:
+    detector, state = ordering
+    batch = [call("bash", "a"), call("grep", "b"), call("cat", "c")]
+    detector.on_turn(state, batch)
+    decision = detector.on_turn(state, [call("bash", "a"), call("grep", "b"), call("cat", "c")])
+    assert decision.action == "warn" and str(decision.rule) == "loop repeat"
+    assert len(state.frequency.window) == 6  # every call of the warned batch was counted
+    assert [frequency_count(detector, state, tool) for tool in ("bash", "grep", "cat")] == [2, 2, 2]
+
+
+def test_a_hard_limit_stops_scanning_at_once(ordering: tuple[LoopDetector, ScopeState]) -> None:
+    detector, state = ordering
+    detector.on_turn(state, [call("ls"), call("ls")])
+    decision = detector.on_turn(state, [call("ls"), call("bash"), call("bash")])
+    assert decision.action == "stop" and decision.metadata["tool"] == "ls"
+    assert frequency_count(detector, state, "bash") == 0  # the rejected batch's later calls were not counted
+
+
+def test_a_repeat_stop_rejects_the_batch_before_frequency_counts_it(
+    ordering: tuple[LoopDetector, ScopeState],
+) -> None:
+    detector, state = ordering
+    for _ in range(3):
+        detector.on_turn(state, [call("bash", "make")])
+    assert detector.on_turn(state, [call("bash", "make")]).action == "stop"
+    assert frequency_count(detector, state, "bash") == 3
+
+
+def test_only_the_selected_warning_is_marked_and_logged(
+    ordering: tuple[LoopDetector, ScopeState], caplog: pytest.LogCaptureFixture
+) -> None:
+    detector, state = ordering
+    detector.on_turn(state, [call("ls", "x")])
+    with caplog.at_level(logging.WARNING, logger="policy.loops"):
+        decision = detector.on_turn(state, [call("ls", "x")])  # repeat: 2 (warn), ls: 2 (warn)
+    assert str(decision.rule) == "loop repeat"  # repeat precedes frequency when nothing stops
+    logged = [record.getMessage().split(":")[0] for record in caplog.records]
+    assert logged == [f"loop repeat warn on call {decision.call_id}"]
+    assert state.frequency.warned == ""  # the frequency candidate was not marked
+
+
+def test_repeat_warnings_precede_frequency_warnings(ordering: tuple[LoopDetector, ScopeState]) -> None:
+    detector, state = ordering
+    detector.on_turn(state, [call("bash", "a"), call("bash", "b")])
+    decision = detector.on_turn(state, [call("bash", "a"), call("bash", "b")])  # repeat 2; bash 3, 4 (>= 3)
+    assert str(decision.rule) == "loop repeat"
+    assert state.frequency.warned == ""
+    follow_up = detector.on_turn(state, [call("bash")])  # bash 5: its stop
+    assert follow_up.action == "stop" and str(follow_up.rule) == "loop frequency"
+
+
+def test_the_first_frequency_crossing_in_call_order_wins_and_the_others_warn_later(
+    ordering: tuple[LoopDetector, ScopeState],
+) -> None:
+    detector, state = ordering
+    detector.on_turn(state, [call("bash"), call("bash"), call("ls")])
+    decision = detector.on_turn(state, [call("ls"), call("bash")])  # ls crosses 2, then bash crosses 3
+    assert decision.metadata["tool"] == "ls" and decision.call_id is not None
+    assert frequency_count(detector, state, "bash") == 3  # bash was still counted
+    later = detector.on_turn(state, [call("bash")])
+    assert later.action == "warn" and later.metadata["tool"] == "bash" and later.metadata["count"] == 4
+
+
+def test_a_burst_that_decays_within_the_batch_leaves_no_stale_mark(tmp_path: Path) -> None:
+    detector = LoopDetector(load(tmp_path, "loop frequency { window 4; warn 2; stop 4 }"))
+    state = ScopeState()
+    detector.on_turn(state, [call("grep"), call("t")])
+    decision = detector.on_turn(state, [call("t"), call("u"), call("u"), call("u")])
+    assert decision.action == "warn" and decision.metadata["tool"] == "t"
+    assert frequency_count(detector, state, "t") == 1  # the burst slid out within the batch
+    assert state.frequency.warned == ""
+    again = detector.on_turn(state, [call("t"), call("t")])
+    assert again.action == "warn" and again.metadata["tool"] == "t"
+
+
+# --- edges --------------------------------------------------------------------------
+
+
+def test_an_empty_batch_changes_nothing(ordering: tuple[LoopDetector, ScopeState]) -> None:
+    detector, state = ordering
+    assert detector.on_turn(state, []).action == "allow"
+    assert state == ScopeState()
+
+
+def test_a_policy_without_loop_rules_allows_everything(tmp_path: Path) -> None:
+    detector, state = LoopDetector(load(tmp_path, 'policy "none" { }')), ScopeState()
+    assert {detector.on_turn(state, [call("bash", "same")]).action for _ in range(50)} == {"allow"}

@@ -1,0 +1,214 @@
+"""RedisStore against a real ``redis-server`` started for these tests on a free loopback port."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from policy.events import Scope, ToolCall
+from policy.loader import load_policy
+from policy.loops.detector import LoopDetector
+from policy.loops.state import ScopeState
+from policy.redis_store import LockLostError, RedisStore, StoreBusyError
+
+redis = pytest.importorskip("redis")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="module")
+def redis_port() -> Iterator[int]:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+    port = _free_port()
+    server = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        client = redis.Redis(port=port)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise RuntimeError(f"redis-server did not start on port {port}") from None
+                time.sleep(0.05)
+        yield port
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+@pytest.fixture
+def client(redis_port: int) -> redis.Redis:
+    connection = redis.Redis(port=redis_port)
+    connection.flushdb()
+    return connection
+
+
+def test_a_scope_starts_empty_and_its_changes_are_saved(client: redis.Redis, redis_port: int) -> None:
+    store = RedisStore(client)
+    with store.scope(Scope("t1", "r1")) as state:
+        assert state == ScopeState()
+        state.pending["c1"] = {"note": "ü"}
+    other_worker = RedisStore(redis.Redis(port=redis_port))
+    with other_worker.scope(Scope("t1", "r1")) as state:
+        assert state.pending == {"c1": {"note": "ü"}}
+    with store.scope(Scope("t1", "r2")) as state:
+        assert state.pending == {}
+    assert len(store) == 2
+
+
+def test_loop_detection_carries_across_workers(client: redis.Redis, redis_port: int) -> None:
+    detector = LoopDetector(load_policy("builtin:default"))
+    workers = [RedisStore(client), RedisStore(redis.Redis(port=redis_port))]
+    scope = Scope("t", "r")
+    actions = []
+    for turn in range(3):
+        call = ToolCall(id=f"c{turn}", name="bash", args={"command": "submit flag{x}"})
+        with workers[turn % 2].scope(scope) as state:
+            actions.append(detector.on_turn(state, [call]).action)
+    assert actions == ["allow", "allow", "warn"]
+
+
+def test_an_exception_inside_the_block_saves_nothing_and_releases_the_lock(client: redis.Redis) -> None:
+    store = RedisStore(client, wait_seconds=0.5)
+    scope = Scope("t", "r")
+    with pytest.raises(KeyError), store.scope(scope) as state:
+        state.pending["lost"] = {}
+        raise KeyError("boom")
+    with store.scope(scope) as state:  # would time out if the lock were still held
+        assert state.pending == {}
+
+
+def test_drop_thread_forgets_every_run_of_that_thread_only(client: redis.Redis) -> None:
+    store = RedisStore(client)
+    for thread, run in [("t1", "r1"), ("t1", "r2"), ("t2", "r1")]:
+        with store.scope(Scope(thread, run)) as state:
+            state.pending["c"] = {}
+    store.drop_thread("t1")
+    assert len(store) == 1
+    with store.scope(Scope("t1", "r1")) as state:
+        assert state.pending == {}
+    with store.scope(Scope("t2", "r1")) as state:
+        assert state.pending == {"c": {}}
+
+
+def test_ids_with_separators_do_not_collide(client: redis.Redis) -> None:
+    store = RedisStore(client)
+    with store.scope(Scope("a:b", "c")) as state:
+        state.pending["x"] = {}
+    with store.scope(Scope("a", "b:c")) as state:
+        assert state.pending == {}
+
+
+def test_at_most_max_scopes_are_kept_least_recently_used_first(client: redis.Redis) -> None:
+    store = RedisStore(client, max_scopes=3)
+    for run in ("a", "b", "c", "a", "d"):
+        with store.scope(Scope("t", run)) as state:
+            state.pending[run] = {}
+        time.sleep(0.002)
+    assert len(store) == 3
+    assert client.exists(store.state_key(Scope("t", "b"))) == 0
+    assert client.exists(store.state_key(Scope("t", "a"))) == 1
+
+
+def test_states_expire_after_ttl_seconds(client: redis.Redis) -> None:
+    store = RedisStore(client, ttl_seconds=120)
+    with store.scope(Scope("t", "r")):
+        pass
+    assert 0 < client.ttl(store.state_key(Scope("t", "r"))) <= 120
+
+
+def test_a_scope_locked_too_long_by_another_worker_is_a_clear_error(client: redis.Redis) -> None:
+    store = RedisStore(client, wait_seconds=0.2)
+    scope = Scope("t", "r")
+    client.set(store.state_key(scope) + ":lock", "someone-else", px=5000)
+    started = time.monotonic()
+    with pytest.raises(StoreBusyError, match="stayed locked"), store.scope(scope):
+        pass
+    assert time.monotonic() - started < 2
+
+
+def test_a_lost_lock_is_never_released_or_overwritten_by_its_former_owner(client: redis.Redis) -> None:
+    store = RedisStore(client)
+    scope = Scope("t", "r")
+    lock = store.state_key(scope) + ":lock"
+    with pytest.raises(LockLostError), store.scope(scope) as state:
+        state.pending["late"] = {}
+        client.set(lock, "next-owner")  # our lock expired and another worker took it
+    assert client.get(lock) == b"next-owner"
+    assert client.get(store.state_key(scope)) is None
+
+
+def test_an_unreadable_state_starts_afresh(client: redis.Redis, caplog: pytest.LogCaptureFixture) -> None:
+    store = RedisStore(client)
+    scope = Scope("t", "r")
+    client.set(store.state_key(scope), b"\xff not json")
+    with caplog.at_level(logging.WARNING, logger="policy.redis_store"), store.scope(scope) as state:
+        assert state == ScopeState()
+    assert "discarding unreadable state" in caplog.text
+
+
+HAMMER = """
+import sys
+import redis
+from policy.events import Scope
+from policy.redis_store import RedisStore
+
+store = RedisStore(redis.Redis(port=int(sys.argv[1])))
+for _ in range(int(sys.argv[2])):
+    with store.scope(Scope("shared", "run")) as state:
+        counter = state.pending.setdefault("counter", {"n": 0})
+        counter["n"] += 1
+"""
+
+
+def test_processes_and_threads_hammering_one_scope_lose_no_update(
+    client: redis.Redis, redis_port: int
+) -> None:
+    processes, threads, rounds = 2, 4, 150
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    workers = [
+        subprocess.Popen([sys.executable, "-c", HAMMER, str(redis_port), str(rounds)], env=env)
+        for _ in range(processes)
+    ]
+    store = RedisStore(client)
+
+    def hammer() -> None:
+        local = RedisStore(redis.Redis(port=redis_port))
+        for _ in range(rounds):
+            with local.scope(Scope("shared", "run")) as state:
+                counter = state.pending.setdefault("counter", {"n": 0})
+                counter["n"] += 1
+
+    pool = [threading.Thread(target=hammer) for _ in range(threads)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    assert [worker.wait(120) for worker in workers] == [0] * processes
+    with store.scope(Scope("shared", "run")) as state:
+        assert state.pending["counter"]["n"] == (processes + threads) * rounds

@@ -1,0 +1,140 @@
+"""The in-memory store: one state per (thread, run) scope, an LRU bound, exclusive access."""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+
+import pytest
+
+from policy.events import Scope, ToolCall
+from policy.loader import load_policy
+from policy.loops.detector import LoopDetector
+from policy.loops.state import ScopeState
+from policy.store import MemoryStore, Store, scope_key
+
+
+def test_a_scope_starts_empty_and_keeps_its_changes() -> None:
+    store: Store = MemoryStore()
+    scope = Scope("t1", "r1")
+    with store.scope(scope) as state:
+        assert state.pending == {} and state.repeat.turns == 0
+        state.pending["c1"] = {"note": 1}
+    with store.scope(Scope("t1", "r1")) as state:
+        assert state.pending == {"c1": {"note": 1}}
+    with store.scope(Scope("t1", "r2")) as state:
+        assert state.pending == {}  # a sibling run has its own state
+    assert len(store) == 2
+
+
+def test_drop_thread_forgets_every_run_of_that_thread_only() -> None:
+    store = MemoryStore()
+    for thread, run in [("t1", "r1"), ("t1", "r2"), ("t2", "r1")]:
+        with store.scope(Scope(thread, run)) as state:
+            state.pending["c"] = {}
+    store.drop_thread("t1")
+    assert len(store) == 1
+    with store.scope(Scope("t2", "r1")) as state:
+        assert state.pending == {"c": {}}
+    with store.scope(Scope("t1", "r1")) as state:
+        assert state.pending == {}
+
+
+def test_a_missing_run_id_is_a_scope_of_its_own() -> None:
+    store = MemoryStore()
+    first, second = Scope("t1"), Scope("t1")
+    with store.scope(first) as state:
+        state.pending["c"] = {}
+    with store.scope(second) as state:
+        assert state.pending == {}
+    with store.scope(first) as state:
+        assert state.pending == {"c": {}}
+
+
+def test_the_least_recently_used_scope_goes_first() -> None:
+    store = MemoryStore(max_scopes=3)
+    for run in ("a", "b", "c", "a", "d"):
+        with store.scope(Scope("t", run)) as state:
+            state.pending[run] = {}
+    assert len(store) == 3
+    with store.scope(Scope("t", "b")) as state:
+        assert state.pending == {}  # b was evicted; a, used again, stayed
+    with store.scope(Scope("t", "a")) as state:
+        assert "a" in state.pending
+
+
+def test_max_scopes_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        MemoryStore(max_scopes=0)
+
+
+def test_100000_scopes_through_an_lru_of_1000_stay_bounded() -> None:
+    """Memory per scope is measured in bench/bench_memory.py; here: nothing outlives the LRU."""
+    detector = LoopDetector(load_policy("builtin:default"))
+    store = MemoryStore(max_scopes=1000)
+    call = ToolCall(id="c1", name="bash", args={"command": "pytest -x"})
+    for n in range(100_000):
+        with store.scope(Scope(f"thread-{n}", "run")) as state:
+            detector.on_turn(state, [call])
+    gc.collect()
+    assert len(store) == 1000
+    assert sum(isinstance(item, ScopeState) for item in gc.get_objects()) == 1000
+    with store.scope(Scope("thread-99999", "run")) as state:
+        assert state.repeat.turns == 1  # the newest scopes are the ones kept
+    with store.scope(Scope("thread-0", "run")) as state:
+        assert state.repeat.turns == 0
+
+
+def test_threads_never_interleave_updates_of_one_scope() -> None:
+    store = MemoryStore()
+    scope = Scope("shared", "run")
+    workers, rounds = 8, 300
+
+    def work() -> None:
+        for _ in range(rounds):
+            with store.scope(scope) as state:
+                counter = state.pending.setdefault("counter", {"n": 0})
+                seen = counter["n"]
+                time.sleep(0)  # invite a switch between the read and the write
+                counter["n"] = seen + 1
+
+    threads = [threading.Thread(target=work) for _ in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    with store.scope(scope) as state:
+        assert state.pending["counter"]["n"] == workers * rounds
+
+
+def test_a_scope_in_use_does_not_hold_up_other_scopes() -> None:
+    store = MemoryStore()
+    busy = Scope("t", "busy")
+    stripe = hash(scope_key(busy)) % MemoryStore.LOCK_STRIPES
+    other = next(
+        s for s in (Scope("t", f"r{n}") for n in range(1000))
+        if hash(scope_key(s)) % MemoryStore.LOCK_STRIPES != stripe
+    )
+    entered, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with store.scope(busy):
+            entered.set()
+            release.wait(5)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert entered.wait(5)
+        done = threading.Event()
+
+        def touch() -> None:
+            with store.scope(other):
+                done.set()
+
+        threading.Thread(target=touch).start()
+        assert done.wait(2), "another scope waited for the busy one"
+    finally:
+        release.set()
+        holder.join()
