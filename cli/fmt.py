@@ -44,14 +44,19 @@ class _Formatted:
 def fmt(paths: tuple[str, ...], check: bool, show_diff: bool) -> None:
     """Rewrite policy files in the canonical layout.
 
-    Two-space indents, one statement per line, a blank line between
-    declarations (one-line declarations of the same kind may stay
-    together), comments kept in place.  A block of one short statement
-    written on one line stays on one line.  See docs/language.md.
+    \b
+    - one statement per line, two-space indents;
+    - a block of one short statement written on one line stays on one line;
+    - a blank line between declarations, except between one-line
+      declarations of the same kind (normalize, hint, tool), which keep the
+      grouping they were written with;
+    - comments stay where they were; strings, patterns and triple-quoted
+      text are kept exactly; JSON literals are normalised.
 
     PATHS are .policy files and folders (searched recursively for *.policy;
     hidden folders are skipped); `-` formats standard input to standard
-    output.  A file with syntax errors is not changed: its errors are shown.
+    output.  A file with syntax errors, or with a comment inside a JSON
+    literal, is not changed: the reason is shown.
 
     Exit status: 0 when done, 1 when a file could not be formatted or (with
     --check) would change, 2 on a usage error.

@@ -8,7 +8,6 @@ in :data:`COMMANDS`; a module is imported only when its command runs (or for
 from __future__ import annotations
 
 import importlib
-from importlib import metadata
 
 import click
 
@@ -24,12 +23,12 @@ COMMANDS: dict[str, str] = {
 
 class _LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*COMMANDS, *self.commands})
+        return sorted(COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)
         if target is None:
-            return super().get_command(ctx, cmd_name)
+            return None
         module, attribute = target.split(":")
         command = getattr(importlib.import_module(module), attribute)
         assert isinstance(command, click.Command), target
@@ -39,6 +38,8 @@ class _LazyGroup(click.Group):
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     if not value or ctx.resilient_parsing:
         return
+    from importlib import metadata  # slow to import (~0.1 s): only when asked
+
     try:
         version = metadata.version("policyctl")
     except metadata.PackageNotFoundError:

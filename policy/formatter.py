@@ -21,7 +21,8 @@ The rules, applied to the parsed file:
 * strings, patterns, numbers and sizes are kept exactly as written (a
   triple-quoted string byte for byte); JSON literals are normalised to
   ``{ "key": value, … }`` and ``[a, b]`` on one line, or one member per line
-  when they were written over several lines.
+  when they were written over several lines (then a nested value that does
+  not fit in :data:`LINE_LENGTH` columns is expanded the same way).
 
 The parser drops comments, so they are recovered from the source text: every
 ``#`` outside a string, pattern or JSON literal starts one.  A comment inside
@@ -400,13 +401,22 @@ def _json_inline(value: Any) -> str:
 
 
 def _json_multiline(value: Any, indent: str) -> str:
+    """One member (or item) per line; a nested value stays on one line if that fits, else expands too."""
     inner = indent + INDENT
     if isinstance(value, dict) and value:
-        members = [f"{inner}{_json_scalar(k)}: {_json_inline(v)}" for k, v in value.items()]
-        return "{\n" + ",\n".join(members) + f"\n{indent}}}"
+        members = [f"{_json_scalar(k)}: " for k in value]
+        lines = [_json_fitted(v, inner, prefix) for prefix, v in zip(members, value.values(), strict=True)]
+        return "{\n" + ",\n".join(lines) + f"\n{indent}}}"
     if isinstance(value, list) and value:
-        return "[\n" + ",\n".join(inner + _json_inline(v) for v in value) + f"\n{indent}]"
+        return "[\n" + ",\n".join(_json_fitted(v, inner, "") for v in value) + f"\n{indent}]"
     return _json_inline(value)
+
+
+def _json_fitted(value: Any, indent: str, prefix: str) -> str:
+    inline = _json_inline(value)
+    if len(indent) + len(prefix) + len(inline) + 1 <= LINE_LENGTH:
+        return indent + prefix + inline
+    return indent + prefix + _json_multiline(value, indent)
 
 
 def _json_scalar(value: Any) -> str:

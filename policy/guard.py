@@ -131,7 +131,9 @@ class Guard:
             if decision.action != "block":
                 return decision
             rejection = ToolResult(content=decision.hint or "", status="error")
-            error_key = ("gate", decision.rule.name if decision.rule else "", decision.metadata.get("message"))
+            error_key = ("gate", {"gate": decision.rule.name if decision.rule else "",
+                                  "path": str(decision.metadata.get("path", "")),
+                                  "message": str(decision.metadata.get("message", ""))})
             streak = self._loops.on_result(state, call, rejection, failed=True, error_key=error_key,
                                            state_changed=False)
             warning = _take_pending(state, call.id)
@@ -193,8 +195,13 @@ def _restore(data: dict[str, Any] | None) -> Decision:
 
 
 def _combine(decisions: list[Decision]) -> Decision:
-    """One decision for one call: the most severe leads; every hint is kept, most severe first."""
+    """One decision for one call: the most severe leads; every hint is kept, most severe first.
+
+    A stop supersedes warnings: "the run is stopped" is not followed by "at 5 it stops".
+    """
     fired = [d for d in decisions if d.action != "allow"]
+    if any(d.action == "stop" for d in fired):
+        fired = [d for d in fired if d.action != "warn"]
     if not fired:
         return ALLOW
     ordered = sorted(fired, key=lambda d: -SEVERITY[d.action])

@@ -17,6 +17,7 @@ from policy.compiled import CompiledPolicy
 from policy.compiler import compile_policy
 from policy.compose import compose
 from policy.diagnostics import Diagnostic, PolicyError, Severity, has_errors, sort_diagnostics
+from policy.gc_pause import collector_paused
 from policy.report import Report
 
 
@@ -37,8 +38,9 @@ def check_policy(target: str | PathLike[str]) -> CheckResult:
     Warnings are reported only for the file itself; its bases are checked on their own.
     """
     report = Report()
-    composition = compose(str(target), report)
-    policy = compile_policy(composition, report) if composition.complete else None
+    with collector_paused():
+        composition = compose(str(target), report)
+        policy = compile_policy(composition, report) if composition.complete else None
     diagnostics = [
         d for d in report.diagnostics if d.severity is Severity.ERROR or d.span.file == composition.root
     ]

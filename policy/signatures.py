@@ -100,7 +100,8 @@ def hint_decision(
     captures = dict(diagnosis.captures)
     hint = None
     if rule.hint is not None:
-        output = _decode(scanned_tail(_text(result.content), policy.scan_limit))
+        reads_output = "output" in rule.hint.variables  # decode the tail only for templates that show it
+        output = _decode(scanned_tail(_text(result.content), policy.scan_limit)) if reads_output else ""
         hint = rule.hint.render(_hint_variables(policy, call, result, diagnosis, rule, output))
     return Decision(
         action=rule.action,
@@ -161,8 +162,8 @@ def _last_bytes(data: bytes, limit: int) -> bytes:
 
 
 def excerpt(text: bytes, start: int, end: int) -> str:
-    """The lines ``text[start:end]`` spans, with context lines around them, each line
-    and their number trimmed."""
+    """The lines ``text[start:end]`` spans and a line of context on each side; long
+    lines keep their start and end, and a long span its first and last lines."""
     if end > start and text[end - 1 : end] == b"\n":
         end -= 1
     low, high = max(0, start - EXCERPT_WINDOW), min(len(text), end + EXCERPT_WINDOW)

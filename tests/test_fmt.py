@@ -142,6 +142,26 @@ def test_json_inline_and_multiline() -> None:
     """)
 
 
+def test_json_nested_value_too_long_for_a_line_is_expanded() -> None:
+    source = (
+        'test t {\n  call m { "path": "app.py", "edits": [\n'
+        '    {"old_string": "x = 1", "new_string": "x = 10"},'
+        ' {"old_string": "y = 2", "new_string": "y = 20"}\n'
+        '  ] }\n}\n'
+    )
+    assert format_text(source, "t") == textwrap.dedent("""\
+        test t {
+          call m {
+            "path": "app.py",
+            "edits": [
+              { "old_string": "x = 1", "new_string": "x = 10" },
+              { "old_string": "y = 2", "new_string": "y = 20" }
+            ]
+          }
+        }
+    """)
+
+
 def test_json_bare_name_kept_for_the_checker_to_report() -> None:
     assert fmt('test t {\n  call w { "path": oops }\n}\n') == 'test t {\n  call w { "path": oops }\n}\n'
 

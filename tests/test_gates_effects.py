@@ -10,7 +10,8 @@ from policy.compiled import ToolSpec
 from policy.gates import FileEffect, file_effect
 
 WRITE = ToolSpec("write_file", "write", {"path": "path", "content": "content", "append": "append"})
-EDIT = ToolSpec("str_replace", "edit", {"path": "path", "old": "old_str", "new": "new_str", "all": "replace_all"})
+EDIT = ToolSpec("str_replace", "edit",
+                {"path": "path", "old": "old_str", "new": "new_str", "all": "replace_all"})
 MULTI = ToolSpec(
     "MultiEdit", "multiedit",
     {"path": "file_path", "edits": "edits", "old": "old_string", "new": "new_string", "all": "replace_all"},
@@ -87,7 +88,8 @@ def test_replace_all_replaces_every_occurrence() -> None:
 
 def test_lf_old_and_new_are_matched_to_a_crlf_file() -> None:
     files = Files(**{"a.py": "def f():\r\n    return 1\r\n"})
-    result = effect(EDIT, files, path="a.py", old_str="def f():\n    return 1", new_str="def f():\n    return 2")
+    old, new = "def f():\n    return 1", "def f():\n    return 2"
+    result = effect(EDIT, files, path="a.py", old_str=old, new_str=new)
     assert result is not None and result.after == "def f():\r\n    return 2\r\n"
 
 
@@ -116,13 +118,15 @@ def test_an_edit_that_cannot_apply_is_left_to_the_tool(args: dict[str, Any]) -> 
 
 
 def test_a_multi_edit_applies_its_edits_in_order() -> None:
-    edits = [{"old_string": "a", "new_string": "b"}, {"old_string": "b", "new_string": "c", "replace_all": True}]
+    edits = [{"old_string": "a", "new_string": "b"},
+             {"old_string": "b", "new_string": "c", "replace_all": True}]
     result = effect(MULTI, Files(**{"f.txt": "ab b"}), file_path="f.txt", edits=edits)
     assert result is not None and result.after == "cc c"
 
 
 def test_a_multi_edit_sent_as_a_json_string_is_understood() -> None:
-    result = effect(MULTI, Files(**{"f.txt": "ab"}), file_path="f.txt", edits='[{"old_string": "a", "new_string": "z"}]')
+    edits = '[{"old_string": "a", "new_string": "z"}]'
+    result = effect(MULTI, Files(**{"f.txt": "ab"}), file_path="f.txt", edits=edits)
     assert result is not None and result.after == "zb"
 
 

@@ -6,8 +6,9 @@ import warnings
 
 import pytest
 
+from policy.gates.data_syntax import check_json, check_toml, check_yaml
 from policy.gates.problems import snippet
-from policy.gates.validators import check_json, check_python, check_toml, check_yaml
+from policy.gates.python_syntax import check_python
 
 # --- python: incomplete prefixes a later append can complete -----------------------------------
 
@@ -50,6 +51,9 @@ INCOMPLETE_PYTHON = {
     "empty text": "",
     "tabs for indentation": "if x:\n\tif y:\n",
     "crlf line endings": "def f(x):\r\n    return (x,\r\n",
+    "f-string field still open": 'x = f"""{a\n',
+    "f-string cut mid-expression": 'x = f"{a +',
+    "prefixed bytes string open": "x = rb'abc",
 }
 
 
@@ -72,8 +76,10 @@ GENUINE_PYTHON = {
     "missing colon on the last line": ("def f(x)\n", 1, 9),
     "extra closing parenthesis": ("print(a))\nx = 1\n", 1, 9),
     "mismatched bracket": ("x = [1, 2)\n", 1, 10),
-    "unexpected indent": ("x = 1\n  y = 2\n", 2, 2),
-    "unindent matching no level": ("if x:\n        a\n    b\n", 3, 6),
+    "unexpected indent": ("x = 1\n  y = 2\n", 2, 3),
+    "unindent matching no level": ("if x:\n        a\n    b\n", 3, 5),
+    "unindent on a line opening a string": ('if x:\n        a = 1\n      b = """\n  text\n', 3, 7),
+    "tabs and spaces mixed": ("if x:\n        a\n\tb\n", 3, 2),
     "missing comma inside an open call": ("f(a b,\n", 1, 3),
     "operator at the end of a finished line": ("x = 1 +\n", 1, 8),
     "unterminated single-quoted string": ("x = 'abc\ny = 1\n", 1, 5),
@@ -84,6 +90,7 @@ GENUINE_PYTHON = {
     "error inside a still-open call": ("foo(1 2,\n    3,\n", 1, 5),
     "stray closer after an open string is closed": ("x = 'a')\n", 1, 8),
     "continuation followed by a character": ("x = 1 + \\)\ny = 2\n", 1, 10),
+    "f-string error before an open bracket": ('x = f"{}"\ny = (1,\n', 1, 10),
 }
 
 

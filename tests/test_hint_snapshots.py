@@ -15,6 +15,7 @@ filters hint authors use.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from textwrap import dedent
@@ -25,7 +26,15 @@ import pytest
 from policy.compiled import CompiledPolicy, PolicyTest
 from policy.decision import Decision
 from policy.events import Scope, ToolCall, ToolResult
-from policy.hints import basename, environment, pip_name, plain_json, truncate_middle
+from policy.hints import (
+    COMMON_VARIABLES,
+    RULE_VARIABLES,
+    basename,
+    environment,
+    pip_name,
+    plain_json,
+    truncate_middle,
+)
 from policy.loader import load_policy
 from policy.resources import builtin_policy_names, data_dir
 from policy.session import Session
@@ -34,6 +43,7 @@ from policy.testing.snapshot import MarkdownSnapshotExtension
 from policy.testing.transcript import hint_transcript
 
 HINT_CASES = Path(__file__).parent / "hint_cases"
+HINTS_DOC = Path(__file__).resolve().parents[1] / "docs" / "hints.md"
 SHIPPED_HINTS = sorted(data_dir("hints").glob("*.j2"))
 
 
@@ -85,8 +95,8 @@ def _parts(decision: Decision) -> list[dict[str, Any]]:
 
 
 def _templates_by_rule(policy: CompiledPolicy) -> dict[str, str]:
-    rules: list[Any] = [*policy.gates, *policy.signatures,
-                        *(r for r in (policy.repeat, policy.frequency, policy.error_streak, policy.oscillation) if r)]
+    loops = (policy.repeat, policy.frequency, policy.error_streak, policy.oscillation)
+    rules: list[Any] = [*policy.gates, *policy.signatures, *(loop for loop in loops if loop)]
     return {str(rule.ref): rule.hint.source for rule in rules if rule.hint is not None}
 
 
@@ -159,9 +169,10 @@ def test_a_render_error_falls_back_to_one_plain_line_and_is_logged(
         hint broken "install {{ module.distribution.name }}"
         """)
     with caplog.at_level(logging.WARNING, logger="policy.hints"):
-        decision = _result_decision(policy, "ModuleNotFoundError: No module named 'yaml'", command="python app.py")
+        decision = _result_decision(policy, "No module named 'yaml'", command="python app.py")
     assert decision.action == "hint" and decision.signature == "MODULE"
-    assert decision.hint == '[HINT] Policy rule `signature MODULE` fired on bash {"command": "python app.py"}.'
+    assert decision.hint == \
+        '[HINT] Policy rule `signature MODULE` fired on bash {"command": "python app.py"}.'
     assert [r.getMessage() for r in caplog.records if r.name == "policy.hints"] == [
         "hint broken failed to render: 'str object' has no attribute 'distribution'"
     ]
@@ -249,3 +260,28 @@ def test_pip_name(module: str, distribution: str) -> None:
 def test_indent_is_jinja_s_own_filter() -> None:
     assert _render("Output:\n{{ out | indent(4, first=true) }}", out="line 1\nline 2") == \
         "Output:\n    line 1\n    line 2"
+
+
+# --- docs/hints.md lists exactly the variables each kind of rule provides ----------------------------
+
+
+def _documented_variables() -> dict[str, set[str]]:
+    """First-column names of each variables table in docs/hints.md, by section."""
+    sections: dict[str, set[str]] = {}
+    current = None
+    for line in HINTS_DOC.read_text(encoding="utf-8").splitlines():
+        heading = re.match(r"### (?:Every rule|`(?:loop )?(\w+)`)", line)
+        if heading:
+            current = heading.group(1) or "common"
+            sections[current] = set()
+        elif line.startswith("## "):
+            current = None
+        elif current is not None and line.startswith("| `"):
+            sections[current].update(re.findall(r"`(\w+)`", line.split("|")[1]))
+    return sections
+
+
+def test_the_hints_doc_lists_every_variable_of_every_rule_kind() -> None:
+    documented = _documented_variables()
+    assert documented.pop("common") == set(COMMON_VARIABLES)
+    assert documented == {kind: set(names) for kind, names in RULE_VARIABLES.items()}

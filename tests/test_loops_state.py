@@ -19,7 +19,11 @@ def default() -> CompiledPolicy:
     return load_policy("builtin:default")
 
 
-def session_events(seed: int, length: int) -> list[tuple[list[ToolCall], list[tuple[str, bool]]]]:
+Events = list[tuple[list[ToolCall], list[tuple[str, bool]]]]
+"""Per turn: its calls, and each call's (output, failed)."""
+
+
+def session_events(seed: int, length: int) -> Events:
     """A random session over few distinct calls, so every layer fires now and then."""
     rng = random.Random(seed)
     commands = ["pytest", "ls", "cat a.py", "python app.py", "pip install x", "git status"]
@@ -36,7 +40,7 @@ def session_events(seed: int, length: int) -> list[tuple[list[ToolCall], list[tu
     return events
 
 
-def replay(detector: LoopDetector, state: ScopeState | None, events: list, through_json: bool) -> list[str]:
+def replay(detector: LoopDetector, state: ScopeState | None, events: Events, through_json: bool) -> list[str]:
     """Decisions of a session; with ``through_json`` the state is reloaded from JSON before every event."""
     current = state or ScopeState()
     seen = []

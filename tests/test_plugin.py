@@ -106,7 +106,8 @@ def test_an_unused_markdown_snapshot_fails_the_run_and_other_snapshots_are_left_
     project: pytest.Pytester,
 ) -> None:
     project.makepyfile(test_amber="def test_plain(snapshot):\n    assert {'a': 1} == snapshot\n")
-    project.runpytest_subprocess("--snapshot-update").assert_outcomes(passed=4, failed=1)  # the failing policy test
+    written = project.runpytest_subprocess("--snapshot-update")
+    written.assert_outcomes(passed=4, failed=1)  # "a missing OpenCV warns" fails, its snapshot is written
     policy = project.path / "policies" / "team.policy"
     text = policy.read_text()
     policy.write_text(text[: text.index('test "a missing OpenCV')])

@@ -19,7 +19,6 @@ import pytest
 from click.testing import CliRunner
 
 from cli import main
-
 from policy import ast, compiled
 from policy.events import ToolResult
 from policy.loader import load_policy
@@ -353,8 +352,9 @@ def test_junit_output(tmp_path: Path, invoke: Callable[..., Run]) -> None:
     assert passed.get("name") == "a broken write is blocked" and len(passed) == 0
     assert failed.get("file") == "team.policy" and failed.get("line") == "17"
     (failure,) = failed
-    assert failure.get("message") == ('expect hint contains "install yaml": expected a hint containing '
-                                      '"install yaml", got hint signature MODULE_NOT_FOUND with a different hint')
+    assert failure.get("message") == (
+        'expect hint contains "install yaml": expected a hint containing "install yaml", '
+        "got hint signature MODULE_NOT_FOUND with a different hint")
     assert "| install PyYAML" in (failure.text or "")
 
 
@@ -387,14 +387,16 @@ def test_a_policy_with_errors_prints_its_diagnostics_and_exits_2(tmp_path: Path)
     (("-k", "no such test", "team.policy"), "no test name contains 'no such test'"),
     (("--format", "xml", "team.policy"), "Invalid value for '--format'"),
 ])
-def test_usage_errors_exit_2(tmp_path: Path, invoke: Callable[..., Run], args: tuple[str, ...], message: str) -> None:
+def test_usage_errors_exit_2(tmp_path: Path, invoke: Callable[..., Run], args: tuple[str, ...],
+                             message: str) -> None:
     write_policy(tmp_path, PASSING)
     run = invoke(*args, cwd=tmp_path)
     assert run.returncode == 2
     assert message in run.stderr
 
 
-def test_a_policy_without_tests_passes_with_nothing_to_run(tmp_path: Path, invoke: Callable[..., Run]) -> None:
+def test_a_policy_without_tests_passes_with_nothing_to_run(tmp_path: Path,
+                                                          invoke: Callable[..., Run]) -> None:
     write_policy(tmp_path, "")
     run = invoke("team.policy", cwd=tmp_path)
     assert (run.returncode, run.stdout) == (0, "0 passed, 0 failed\n")

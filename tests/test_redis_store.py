@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -20,6 +21,9 @@ from policy.loader import load_policy
 from policy.loops.detector import LoopDetector
 from policy.loops.state import ScopeState
 from policy.redis_store import LockLostError, RedisStore, StoreBusyError
+
+if TYPE_CHECKING:
+    from redis import Redis
 
 redis = pytest.importorskip("redis")
 
@@ -62,13 +66,13 @@ def redis_port() -> Iterator[int]:
 
 
 @pytest.fixture
-def client(redis_port: int) -> redis.Redis:
-    connection = redis.Redis(port=redis_port)
+def client(redis_port: int) -> Redis:
+    connection: Redis = redis.Redis(port=redis_port)
     connection.flushdb()
     return connection
 
 
-def test_a_scope_starts_empty_and_its_changes_are_saved(client: redis.Redis, redis_port: int) -> None:
+def test_a_scope_starts_empty_and_its_changes_are_saved(client: Redis, redis_port: int) -> None:
     store = RedisStore(client)
     with store.scope(Scope("t1", "r1")) as state:
         assert state == ScopeState()
@@ -81,7 +85,7 @@ def test_a_scope_starts_empty_and_its_changes_are_saved(client: redis.Redis, red
     assert len(store) == 2
 
 
-def test_loop_detection_carries_across_workers(client: redis.Redis, redis_port: int) -> None:
+def test_loop_detection_carries_across_workers(client: Redis, redis_port: int) -> None:
     detector = LoopDetector(load_policy("builtin:default"))
     workers = [RedisStore(client), RedisStore(redis.Redis(port=redis_port))]
     scope = Scope("t", "r")
@@ -93,7 +97,7 @@ def test_loop_detection_carries_across_workers(client: redis.Redis, redis_port: 
     assert actions == ["allow", "allow", "warn"]
 
 
-def test_an_exception_inside_the_block_saves_nothing_and_releases_the_lock(client: redis.Redis) -> None:
+def test_an_exception_inside_the_block_saves_nothing_and_releases_the_lock(client: Redis) -> None:
     store = RedisStore(client, wait_seconds=0.5)
     scope = Scope("t", "r")
     with pytest.raises(KeyError), store.scope(scope) as state:
@@ -103,7 +107,7 @@ def test_an_exception_inside_the_block_saves_nothing_and_releases_the_lock(clien
         assert state.pending == {}
 
 
-def test_drop_thread_forgets_every_run_of_that_thread_only(client: redis.Redis) -> None:
+def test_drop_thread_forgets_every_run_of_that_thread_only(client: Redis) -> None:
     store = RedisStore(client)
     for thread, run in [("t1", "r1"), ("t1", "r2"), ("t2", "r1")]:
         with store.scope(Scope(thread, run)) as state:
@@ -116,7 +120,7 @@ def test_drop_thread_forgets_every_run_of_that_thread_only(client: redis.Redis) 
         assert state.pending == {"c": {}}
 
 
-def test_ids_with_separators_do_not_collide(client: redis.Redis) -> None:
+def test_ids_with_separators_do_not_collide(client: Redis) -> None:
     store = RedisStore(client)
     with store.scope(Scope("a:b", "c")) as state:
         state.pending["x"] = {}
@@ -124,7 +128,7 @@ def test_ids_with_separators_do_not_collide(client: redis.Redis) -> None:
         assert state.pending == {}
 
 
-def test_at_most_max_scopes_are_kept_least_recently_used_first(client: redis.Redis) -> None:
+def test_at_most_max_scopes_are_kept_least_recently_used_first(client: Redis) -> None:
     store = RedisStore(client, max_scopes=3)
     for run in ("a", "b", "c", "a", "d"):
         with store.scope(Scope("t", run)) as state:
@@ -135,14 +139,14 @@ def test_at_most_max_scopes_are_kept_least_recently_used_first(client: redis.Red
     assert client.exists(store.state_key(Scope("t", "a"))) == 1
 
 
-def test_states_expire_after_ttl_seconds(client: redis.Redis) -> None:
+def test_states_expire_after_ttl_seconds(client: Redis) -> None:
     store = RedisStore(client, ttl_seconds=120)
     with store.scope(Scope("t", "r")):
         pass
     assert 0 < client.ttl(store.state_key(Scope("t", "r"))) <= 120
 
 
-def test_a_scope_locked_too_long_by_another_worker_is_a_clear_error(client: redis.Redis) -> None:
+def test_a_scope_locked_too_long_by_another_worker_is_a_clear_error(client: Redis) -> None:
     store = RedisStore(client, wait_seconds=0.2)
     scope = Scope("t", "r")
     client.set(store.state_key(scope) + ":lock", "someone-else", px=5000)
@@ -152,7 +156,7 @@ def test_a_scope_locked_too_long_by_another_worker_is_a_clear_error(client: redi
     assert time.monotonic() - started < 2
 
 
-def test_a_lost_lock_is_never_released_or_overwritten_by_its_former_owner(client: redis.Redis) -> None:
+def test_a_lost_lock_is_never_released_or_overwritten_by_its_former_owner(client: Redis) -> None:
     store = RedisStore(client)
     scope = Scope("t", "r")
     lock = store.state_key(scope) + ":lock"
@@ -163,7 +167,7 @@ def test_a_lost_lock_is_never_released_or_overwritten_by_its_former_owner(client
     assert client.get(store.state_key(scope)) is None
 
 
-def test_an_unreadable_state_starts_afresh(client: redis.Redis, caplog: pytest.LogCaptureFixture) -> None:
+def test_an_unreadable_state_starts_afresh(client: Redis, caplog: pytest.LogCaptureFixture) -> None:
     store = RedisStore(client)
     scope = Scope("t", "r")
     client.set(store.state_key(scope), b"\xff not json")
@@ -187,7 +191,7 @@ for _ in range(int(sys.argv[2])):
 
 
 def test_processes_and_threads_hammering_one_scope_lose_no_update(
-    client: redis.Redis, redis_port: int
+    client: Redis, redis_port: int
 ) -> None:
     processes, threads, rounds = 2, 4, 150
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -50,8 +50,8 @@ def run(command: Sequence[str] | str, *, cwd: Path | None = None, env: dict[str,
     proc = subprocess.run(command, shell=isinstance(command, str), capture_output=True, text=True,
                           cwd=cwd, env=env, timeout=timeout, stdin=subprocess.DEVNULL)
     typed = command if isinstance(command, str) else shlex.join(command)
-    status = "error" if proc.returncode else "success"
-    return typed, ToolResult(content=proc.stdout + proc.stderr, status=status)
+    output = proc.stdout + proc.stderr
+    return typed, ToolResult(content=output, status="error" if proc.returncode else "success")
 
 
 def expect(policy: CompiledPolicy, ran: tuple[str, ToolResult], signature: str,

@@ -52,9 +52,10 @@ def test_every_shipped_policy_is_clean_when_installed(installed: Path, tmp_path:
 def test_data_folders_come_from_inside_the_installed_package(installed: Path, tmp_path: Path) -> None:
     probe = (
         "import json, policy, policy.resources as r;"
+        "names = ('grammar', 'policies', 'hints');"
         "print(json.dumps({'package': policy.__file__,"
-        " 'folders': {n: str(r.data_dir(n)) for n in ('grammar', 'policies', 'hints')},"
-        " 'files': {n: sorted(p.name for p in r.data_dir(n).iterdir()) for n in ('grammar', 'policies', 'hints')}}))"
+        " 'folders': {n: str(r.data_dir(n)) for n in names},"
+        " 'files': {n: sorted(p.name for p in r.data_dir(n).iterdir()) for n in names}}))"
     )
     found = json.loads(run(installed / "python", "-c", probe, cwd=tmp_path).stdout)
     package = Path(found["package"]).parent

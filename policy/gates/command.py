@@ -9,6 +9,7 @@ lets the write through.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 import re
@@ -79,10 +80,8 @@ def _run(argv: list[str], timeout: float, folder: str) -> tuple[int, str] | str:
         output, _ = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill(process)
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):  # a descendant escaped and holds the pipe
             process.communicate(timeout=_REAP_TIMEOUT)
-        except subprocess.TimeoutExpired:  # a descendant escaped the session and holds the pipe
-            pass
         return f"the checker {argv[0]!r} did not finish within {timeout:g} s"
     return process.returncode, output.decode("utf-8", "replace")
 

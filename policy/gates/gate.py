@@ -60,7 +60,9 @@ def validator_name(gate: GateRule) -> str:
     return gate.ref.name if gate.validator.kind == "command" else gate.validator.kind
 
 
-def _block(policy: CompiledPolicy, gate: GateRule, call: ToolCall, effect: FileEffect, problem: Problem) -> Decision:
+def _block(
+    policy: CompiledPolicy, gate: GateRule, call: ToolCall, effect: FileEffect, problem: Problem
+) -> Decision:
     facts: dict[str, Any] = {
         "path": effect.path,
         "line": problem.line,

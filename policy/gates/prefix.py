@@ -25,6 +25,7 @@ _TRIPLE_QUOTED_REST = {q: re.compile(rf"(?:[^{q}\\]++|\\[\s\S]|{q}(?!{q}{q}))*+{
 _FIRST_WORD = re.compile(r"[A-Za-z_]\w*")
 _EXTENDABLE_END = re.compile(r"(?:\w+|[-+*/%@&|^~<>=!:.]+)?[ \t\f]*\Z")
 _BODY_INDENT = "    "
+_STRING_PREFIX_LETTERS = "rRbBuUfF"
 
 FILLERS = (" _", " _ in _", " _ else _", ": _", " in _")
 """Text tried after an unfinished last line (``f(a=``, ``[x for x in``, ``lambda x``) before its closers."""
@@ -93,14 +94,15 @@ class PythonTail:
             yield self.completion(filler)
 
     def _blocks(self) -> str:
-        """Bodies for a header with none yet, a function for a lone decorator, ``finally`` for open ``try``s."""
+        """A body for a header, a function for a lone decorator, ``finally`` for each open ``try``."""
         if not self.logical_starts:
             return ""
         text, start = self.text, self.last_line_start
         indent = _indent(text, start)
         word = _word(text, start)
         body = ""
-        ends_header = not self.brackets and not self.string_quote and text[self.code_end - 1 : self.code_end] == ":"
+        closed = not self.brackets and not self.string_quote
+        ends_header = closed and text[self.code_end - 1 : self.code_end] == ":"
         if text.startswith("@", start):
             body = f"{indent}def _(): pass\n"
         elif ends_header and word == "match":
@@ -166,13 +168,16 @@ def scan_python(text: str) -> PythonTail:
         elif text.startswith(char * 3, at):
             rest = _TRIPLE_QUOTED_REST[char].match(text, at + 3)
             if rest is None:
-                return _tail(text, brackets, starts, line_open, code_end, quote=char * 3, string_start=at)
+                start = _string_start(text, at)
+                return _tail(text, brackets, starts, line_open, code_end, quote=char * 3, string_start=start)
             pos = rest.end()
         else:
-            end = _SINGLE_QUOTED_BODY[char].match(text, at + 1).end()  # type: ignore[union-attr]
+            end = _match_end(_SINGLE_QUOTED_BODY[char], text, at + 1)
             if end >= size or text[end] == "\\":
-                return _tail(text, brackets, starts, line_open, code_end, quote=char, string_start=at)
-            pos = end + 1 if text[end] == char else end  # a newline: an unterminated string, reported by the parser
+                start = _string_start(text, at)
+                return _tail(text, brackets, starts, line_open, code_end, quote=char, string_start=start)
+            # at a newline the string is unterminated: the parser reports that
+            pos = end + 1 if text[end] == char else end
     return _tail(text, brackets, starts, line_open, code_end)
 
 
@@ -207,11 +212,25 @@ def _tail(
 
 def _begin_line(text: str, pos: int, starts: list[int]) -> bool:
     """Note where the logical line beginning at ``pos`` starts; False for a blank or comment-only line."""
-    first = _INDENT.match(text, pos).end()  # type: ignore[union-attr]
+    first = _match_end(_INDENT, text, pos)
     if first >= len(text) or text[first] in "\n#":
         return False
     starts.append(first)
     return True
+
+
+def _string_start(text: str, quote: int) -> int:
+    """Where the string whose quote is at ``quote`` starts: before its prefix (``rb``, ``f`` …)."""
+    start = quote
+    while start > quote - 2 and start > 0 and text[start - 1] in _STRING_PREFIX_LETTERS:
+        start -= 1
+    return start
+
+
+def _match_end(pattern: re.Pattern[str], text: str, pos: int) -> int:
+    """Where ``pattern`` (which also matches the empty string) stops when matched at ``pos``."""
+    found = pattern.match(text, pos)
+    return found.end() if found else pos
 
 
 def _indent(text: str, start: int) -> str:
@@ -229,7 +248,10 @@ def _word(text: str, start: int) -> str:
 
 def _ends_with_escape(text: str) -> bool:
     """The text ends with an unpaired backslash (it would escape a closing quote)."""
-    return (len(text) - len(text.rstrip("\\"))) % 2 == 1
+    end = len(text)
+    while end > 0 and text[end - 1] == "\\":
+        end -= 1
+    return (len(text) - end) % 2 == 1
 
 
 def is_cut_off(text: str, position: int, scalar: re.Pattern[str], value_starts: str) -> bool:

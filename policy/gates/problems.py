@@ -37,6 +37,8 @@ class Verdict:
     reason: str = ""
 
 
+TOO_DEEP = "the text is nested too deeply to check"
+
 VALID = Verdict("valid")
 INCOMPLETE = Verdict("incomplete")
 

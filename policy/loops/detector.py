@@ -22,7 +22,7 @@ from policy.decision import ALLOW, SEVERITY, Decision
 from policy.events import ToolCall, ToolResult
 from policy.loops.finding import Finding
 from policy.loops.frequency import FrequencyLayer
-from policy.loops.keys import CallKeys, fingerprint, result_fingerprint
+from policy.loops.keys import CallKeys, ResultKeys, fingerprint
 from policy.loops.oscillation import OscillationLayer
 from policy.loops.repeat import RepeatLayer
 from policy.loops.state import ScopeState
@@ -38,6 +38,7 @@ class LoopDetector:
     def __init__(self, policy: CompiledPolicy) -> None:
         self.policy = policy
         self.keys = CallKeys(policy)
+        self.results = ResultKeys(policy)
         repeat, frequency, streak, oscillation = (
             policy.repeat, policy.frequency, policy.error_streak, policy.oscillation
         )
@@ -78,7 +79,7 @@ class LoopDetector:
     ) -> Decision:
         """Progress bookkeeping for ``repeat``, then ``error_streak`` and ``oscillation``."""
         call_key = fingerprint(self.keys.call_key(call))
-        result_key = result_fingerprint(self.policy, result.content)
+        result_key = self.results.fingerprint(result.content)
         if self._repeat is not None:
             self._repeat.on_result(state.repeat, call.id, call_key, result_key, result.content, state_changed)
         selected: Finding | None = None

@@ -20,7 +20,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from policy.compiled import CompiledPolicy, ToolSpec
+import re2
+
+from policy.compiled import CompiledPolicy, Pattern, ToolSpec
 from policy.events import ToolCall
 
 READ_BUCKET_LINES = 200
@@ -43,17 +45,49 @@ def fingerprint(text: str) -> bytes:
     return digest if digest != _ZERO else _ONE
 
 
-def result_fingerprint(policy: CompiledPolicy, text: str) -> bytes:
-    """Fingerprint of a tool output after the policy's ``normalize`` rules.
+class ResultKeys:
+    """Fingerprints of tool outputs after the policy's ``normalize`` rules, prepared once per policy.
 
     Only the first and last ``scan_limit / 2`` characters of a longer output
     are compared, so a huge output costs no more than a ``scan_limit`` one.
+    One pass of an RE2 set finds the first rule that matches; the rules
+    before it are skipped (most outputs match none, and skip them all),
+    which gives exactly ``CompiledPolicy.normalize``'s text.
     """
-    limit = max(policy.scan_limit, 2)
-    if len(text) > limit:
-        half = limit // 2
-        text = text[:half] + "\n…\n" + text[-half:]
-    return fingerprint(policy.normalize(text))
+
+    def __init__(self, policy: CompiledPolicy) -> None:
+        self._normalizers = policy.normalizers
+        self._limit = max(policy.scan_limit, 2)
+        self._set = _pattern_set([rule.pattern for rule in policy.normalizers])
+
+    def fingerprint(self, text: str) -> bytes:
+        if len(text) > self._limit:
+            half = self._limit // 2
+            text = text[:half] + "\n…\n" + text[-half:]
+        for rule in self._normalizers[self._first_match(text) :]:
+            text = rule.pattern.regex.sub(rule.replacement, text)
+        return fingerprint(text)
+
+    def _first_match(self, text: str) -> int:
+        if self._set is None:
+            return 0
+        hits = self._set.Match(text)
+        return min(hits) if hits else len(self._normalizers)
+
+
+def _pattern_set(patterns: Sequence[Pattern]) -> Any:
+    """An RE2 set of the patterns (one pass tells which match), or None when there are none
+    or RE2 cannot build one."""
+    if not patterns:
+        return None
+    pattern_set = re2.Set.SearchSet(re2.Options())
+    try:
+        for pattern in patterns:
+            pattern_set.Add(f"(?{pattern.flags}){pattern.source}" if pattern.flags else pattern.source)
+        pattern_set.Compile()
+    except re2.error:
+        return None
+    return pattern_set
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,139 @@
+"""The data-format validators: JSON (``json``), TOML (``tomllib``), YAML (PyYAML, when installed).
+
+These parsers read left to right and report the first error, so a cut-off
+text is told from a broken one by where the error is: at the end, or inside
+the scalar the text ends with (``policy.gates.prefix.is_cut_off``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import tomllib
+from types import ModuleType
+from typing import Any
+
+from policy.gates.prefix import is_cut_off
+from policy.gates.problems import (
+    INCOMPLETE,
+    TOO_DEEP,
+    VALID,
+    Problem,
+    Verdict,
+    invalid,
+    line_column,
+    unavailable,
+)
+
+_JSON_SCALAR = re.compile(
+    r"-?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d*)?)?|t(?:r(?:ue?)?)?|f(?:a(?:l(?:se?)?)?)?|n(?:u(?:ll?)?)?"
+    r"|N(?:a(?:N)?)?|-?I(?:n(?:f(?:i(?:n(?:i(?:ty?)?)?)?)?)?)?"
+)
+_JSON_OPEN_STRING = re.compile(
+    r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*+(?:\\(?:u[0-9a-fA-F]{0,3})?)?'
+)
+_JSON_OPEN_ESCAPE = re.compile(r"u[0-9a-fA-F]{0,3}")
+_TOML_SCALAR = re.compile(r"[\w.:+-]+")
+_TOML_LOCATION = re.compile(r"\(at line (\d+), column (\d+)\)$")
+_TOML_AT_END = "(at end of document)"
+
+
+def check_json(text: str, partial: bool) -> Verdict:
+    """``json.loads``; a document cut off mid-value is incomplete when ``partial``."""
+    try:
+        _decode_json(text)
+    except json.JSONDecodeError as error:
+        if partial and _json_cut_off(text, error):
+            return INCOMPLETE
+        return invalid(Problem(error.msg, error.lineno, error.colno, str(error)))
+    except RecursionError:
+        return unavailable(TOO_DEEP)
+    return VALID
+
+
+def _decode_json(text: str) -> None:
+    try:
+        json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # an integer too long for Python to convert: only its syntax matters here
+        json.loads(text, parse_int=str)
+
+
+def _json_cut_off(text: str, error: json.JSONDecodeError) -> bool:
+    if error.msg.startswith("Unterminated string") and _JSON_OPEN_STRING.fullmatch(text, error.pos):
+        return True
+    if error.msg.startswith("Invalid \\uXXXX escape") and _JSON_OPEN_ESCAPE.fullmatch(text, error.pos):
+        return True
+    return is_cut_off(text, error.pos, _JSON_SCALAR, "[:,")
+
+
+def check_toml(text: str, partial: bool) -> Verdict:
+    """``tomllib.loads``; the location comes from its message (``at line L, column C``)."""
+    try:
+        tomllib.loads(text)
+    except RecursionError:
+        return unavailable(TOO_DEEP)
+    except tomllib.TOMLDecodeError as error:
+        message = str(error)
+        located = _TOML_LOCATION.search(message)
+        if located:
+            line, column = int(located.group(1)), int(located.group(2))
+            position = _position(text, line, column)
+        else:
+            position = len(text)
+            line, column = line_column(text, position)
+        if partial and (message.endswith(_TOML_AT_END) or is_cut_off(text, position, _TOML_SCALAR, "=[,{")):
+            return INCOMPLETE
+        brief = message.removesuffix(located.group() if located else _TOML_AT_END).strip()
+        return invalid(Problem(brief, line, column, message))
+    return VALID
+
+
+def _position(text: str, line: int, column: int) -> int:
+    """The offset of a 1-based line and column."""
+    start = 0
+    for _ in range(line - 1):
+        start = text.find("\n", start) + 1
+    return start + column - 1
+
+
+def _load_yaml() -> ModuleType | None:
+    try:
+        return importlib.import_module("yaml")
+    except ImportError:
+        return None
+
+
+_yaml = _load_yaml()
+
+
+def check_yaml(text: str, partial: bool) -> Verdict:
+    """YAML syntax (every document composed, tags left uninterpreted); needs PyYAML."""
+    if _yaml is None:
+        return unavailable("PyYAML is not installed")
+    loader: Any = getattr(_yaml, "CSafeLoader", _yaml.SafeLoader)
+    try:
+        for _ in _yaml.compose_all(text, Loader=loader):
+            pass
+    except _yaml.MarkedYAMLError as error:
+        mark = error.problem_mark
+        if mark is None:
+            return invalid(Problem(str(error), None, None, str(error)))
+        if partial and (mark.line, mark.column) >= _end_of_content(text):
+            return INCOMPLETE
+        message = f"{error.problem}" + (f" ({error.context})" if error.context else "")
+        return invalid(Problem(message, mark.line + 1, mark.column + 1, str(error)))
+    except _yaml.YAMLError as error:
+        return invalid(Problem(str(error), None, None, str(error)))
+    except RecursionError:
+        return unavailable(TOO_DEEP)
+    return VALID
+
+
+def _end_of_content(text: str) -> tuple[int, int]:
+    """0-based line and column just past the last non-blank character."""
+    content = text.rstrip()
+    line, column = line_column(content, len(content))
+    return line - 1, column - 1
