@@ -81,7 +81,7 @@ def main() -> None:
     base_p50, base_p99 = _percentiles(bench_baseline())
     print(f"guard    p50 {guard_p50:7.1f} µs   p99 {guard_p99:7.1f} µs   (target p50 ≤ 30 µs)")
     print(f"baseline p50 {base_p50:7.1f} µs   p99 {base_p99:7.1f} µs")
-    print(f"ratio    p50 {guard_p50 / base_p50:5.1f}×   p99 {guard_p99 / base_p99:5.1f}×")
+    print(f"ratio    p50 {guard_p50 / base_p50:5.1f}x   p99 {guard_p99 / base_p99:5.1f}x")
     print(f"median of all guard events: {statistics.median(bench_guard()) * 1e6:.1f} µs")
 
 

@@ -17,10 +17,12 @@ _COLOURS = {"hint": "cyan", "warn": "yellow", "block": "red", "stop": "magenta"}
 
 
 @click.command()
-@click.argument("traces", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.argument("traces", nargs=-1, required=True,
+                type=click.Path(exists=True, path_type=Path))
 @click.option("--policy", "policy_source", default="builtin:default", show_default=True,
               help="A .policy file or builtin:NAME.")
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)
 def replay(traces: tuple[Path, ...], policy_source: str, output_format: str) -> None:
     """Replay TRACES (.jsonl files, or folders of them) through a policy.
 

@@ -35,7 +35,19 @@ _EXPORTS = {
     "load_policy": "policy.loader",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "CompiledPolicy",
+    "Decision",
+    "Diagnostic",
+    "Guard",
+    "PolicyError",
+    "RuleRef",
+    "Scope",
+    "ToolCall",
+    "ToolResult",
+    "check_policy",
+    "load_policy",
+]
 
 
 def __getattr__(name: str) -> Any:

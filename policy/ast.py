@@ -6,7 +6,7 @@ checker gives statements their meaning (see ``policy.schema``).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -70,7 +70,7 @@ class Json(Node):
 
 
 Value = Annotated[
-    Union[Name, String, Regex, Number, Size, Range, Pair, Json],
+    Name | String | Regex | Number | Size | Range | Pair | Json,
     Field(discriminator="kind"),
 ]
 

@@ -51,7 +51,8 @@ class ToolResult:
         if not isinstance(self.content, str):
             object.__setattr__(self, "content", _stringify(self.content))
         if self.status not in ("success", "error"):
-            object.__setattr__(self, "status", "error" if str(self.status).lower() in ("failed", "failure") else "success")
+            failed = str(self.status).lower() in ("failed", "failure")
+            object.__setattr__(self, "status", "error" if failed else "success")
 
 
 def _stringify(content: Any) -> str:

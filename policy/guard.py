@@ -39,6 +39,7 @@ log = logging.getLogger("policy.guard")
 
 ReadFile = Callable[[str], "str | None"]
 
+_INTERNAL = RuleRef("internal", "error")
 _WARNING = "warning"
 _CHANGES_FILE = "changes_file"
 
@@ -169,11 +170,11 @@ class Guard:
             return evaluate()
         except Exception as err:
             log.exception("policy %s: internal error during %s", self.policy.name, event)
-            action = "block" if self.policy.on_internal_error == "block" and event == "call" else "allow"
-            hint = f"[policy] internal error ({type(err).__name__}); the call was not checked." \
-                if action == "block" else None
-            return Decision(action=action, rule=RuleRef("internal", "error"), hint=hint,
-                            metadata={"internal_error": f"{type(err).__name__}: {err}"})
+            fault = {"internal_error": f"{type(err).__name__}: {err}"}
+            if self.policy.on_internal_error == "block" and event == "call":
+                hint = f"[policy] internal error ({type(err).__name__}); the call was not checked."
+                return Decision(action="block", rule=_INTERNAL, hint=hint, metadata=fault)
+            return Decision(action="allow", rule=_INTERNAL, metadata=fault)
 
 
 def _pending(state: ScopeState, call_id: str) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import textwrap
 from collections.abc import Callable, Iterator
 from functools import cache
@@ -177,6 +178,12 @@ def _syntax_diagnostic(err: UnexpectedInput, text: str, path: str) -> Diagnostic
         if char == '"':
             return _diag("E004", "unterminated string", span,
                          'a "string" ends on its own line; use """triple quotes""" for text on several lines')
+        if char.isdigit() or (char == "-" and text[start + 1:start + 2].isdigit()):
+            word = re.match(r"-?[0-9A-Za-z_.]*", text[start:])
+            shown = word.group() if word else char
+            return _diag("E003", f"`{shown}` is not a number, a size or a name", span,
+                         "a number ends before any letter: write sizes with a unit (64KB, 1MiB), "
+                         "names starting with a letter")
         shown = repr(char)[1:-1]
         return _diag("E003", f"unexpected character `{shown}`", span,
                      "expected " + ", ".join(token_words(err.allowed or set())))

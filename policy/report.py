@@ -10,8 +10,14 @@ from policy.diagnostics import Diagnostic, Span
 
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
-    """``did you mean `x`?`` for the closest candidate, or None when nothing is close."""
-    close = difflib.get_close_matches(word, sorted(set(candidates)), n=1, cutoff=0.6)
+    """``did you mean `x`?`` for the closest candidate, or None when nothing is close.
+
+    Words far longer than any candidate cannot be close (and would make difflib quadratic).
+    """
+    names = sorted(set(candidates))
+    if not names or len(word) > 2 * max(len(n) for n in names):
+        return None
+    close = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
     return f"did you mean `{close[0]}`?" if close else None
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -48,8 +48,8 @@ class ResultEvent(_Event):
     content: Any = ""
 
 
-TraceEvent = Annotated[Union[FileEvent, TurnEvent, ResultEvent], Field(discriminator="type")]
-_ADAPTER: TypeAdapter[FileEvent | TurnEvent | ResultEvent] = TypeAdapter(TraceEvent)
+Event = FileEvent | TurnEvent | ResultEvent
+_ADAPTER: TypeAdapter[Event] = TypeAdapter(Annotated[Event, Field(discriminator="type")])
 
 
 @dataclass(frozen=True)
@@ -60,14 +60,14 @@ class TraceError:
     message: str
 
 
-def read_events(lines: Iterable[str]) -> Iterator[tuple[int, FileEvent | TurnEvent | ResultEvent | TraceError]]:
+def read_events(lines: Iterable[str]) -> Iterator[tuple[int, Event | TraceError]]:
     """Yield ``(line number, event or TraceError)``; blank lines are skipped."""
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             data = json.loads(line)
-        except ValueError as err:
+        except json.JSONDecodeError as err:
             yield number, TraceError(number, f"not JSON: {err.msg} (column {err.colno})")
             continue
         try:

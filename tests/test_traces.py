@@ -21,9 +21,12 @@ pytestmark = pytest.mark.skipif(not SESSIONS, reason=f"no traces at {TRACES}")
 
 NAMED_LOOPS = {
     "swe-agent/ctf__crypto__eps.jsonl": "the same submit answered 'Wrong flag!' four times",
-    "openhands/resolver-mock__Add_a_toggle_for_dark_mode.jsonl": "eight edits rejected with the same syntax error",
-    "openhands/multi_swe_bench__ponylang__ponyc-4593.jsonl": "the same malformed str_replace error four times",
-    "swe-agent/testdata__pydicom__pydicom-1458.jsonl": "an edit rejected for a syntax error, re-sent identically",
+    "openhands/resolver-mock__Add_a_toggle_for_dark_mode.jsonl":
+        "eight edits rejected with the same syntax error",
+    "openhands/multi_swe_bench__ponylang__ponyc-4593.jsonl":
+        "the same malformed str_replace error four times",
+    "swe-agent/testdata__pydicom__pydicom-1458.jsonl":
+        "an edit rejected for a syntax error, re-sent identically",
 }
 
 
