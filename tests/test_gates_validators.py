@@ -28,6 +28,8 @@ INCOMPLETE_PYTHON = {
     "header over two lines": "def f(a,\n      b):\n",
     "parameters after a bare star": "def open(filename, mode='rb', *,\n",
     "keyword argument with no value yet": "f(a=\n",
+    "parameter after a default, its default to come": "def f(a=1, b",
+    "annotation still open after a default": "def f(\n    a: int = 1,\n    b: list[\n        int,\n",
     "dict value missing": "d = {'a':\n",
     "comprehension missing its iterable": "[x for x in\n",
     "comprehension cut after for": "[x for\n",

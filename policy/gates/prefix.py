@@ -27,8 +27,8 @@ _EXTENDABLE_END = re.compile(r"(?:\w+|[-+*/%@&|^~<>=!:.]+)?[ \t\f]*\Z")
 _BODY_INDENT = "    "
 _STRING_PREFIX_LETTERS = "rRbBuUfF"
 
-FILLERS = (" _", " _ in _", " _ else _", ": _", " in _")
-"""Text tried after an unfinished last line (``f(a=``, ``[x for x in``, ``lambda x``) before its closers."""
+FILLERS = (" _", " = _", " _ in _", " _ else _", ": _", " in _")
+"""Text tried after an unfinished last line (``f(a=``, ``def f(a=1, b``, ``[x for``, ``lambda x``)."""
 
 
 @dataclass(frozen=True)
@@ -71,27 +71,31 @@ class PythonTail:
     def last_line_start(self) -> int:
         return self.logical_starts[-1] if self.logical_starts else 0
 
-    def completion(self, filler: str = "") -> str:
-        """Text that closes what is open at the end: string, brackets, then the blocks still waiting."""
+    def completion(self, filler: str = "", depth: int = 0) -> str:
+        """Text that closes what is open at the end: string, brackets, then the blocks still waiting.
+
+        ``filler`` goes after the ``depth`` innermost closing brackets.
+        """
         parts = []
         if self.string_quote:
             if _ends_with_escape(self.text):
                 parts.append("\\")
             parts.append(self.string_quote)
-        parts.append(filler)
         if self.continuation is not None and not self.brackets:
-            return "".join(parts)
+            return "".join(parts) + filler
         if self.comment_start is not None:
             parts.append("\n")
-        parts.extend(_CLOSERS[bracket] for bracket in reversed(self.brackets))
+        closers = [_CLOSERS[bracket] for bracket in reversed(self.brackets)]
+        parts.extend([*closers[:depth], filler, *closers[depth:]])
         closing = "".join(parts)
         ends_line = closing.endswith("\n") if closing else self.text.endswith("\n") or not self.text
         return (closing if ends_line else closing + "\n") + self._blocks()
 
     def alternatives(self) -> Iterator[str]:
-        """Other completions for an unfinished last line: each filler, then the same closers."""
-        for filler in FILLERS:
-            yield self.completion(filler)
+        """Other completions for an unfinished last line: each filler, inside each open bracket."""
+        for depth in range(len(self.brackets) + 1):
+            for filler in FILLERS:
+                yield self.completion(filler, depth)
 
     def _blocks(self) -> str:
         """A body for a header, a function for a lone decorator, ``finally`` for each open ``try``."""
