@@ -45,10 +45,10 @@ from policy.loader import load_policy
 
 pytestmark = pytest.mark.slow
 
-PYTHON_WINDOWS = {1: 12, 4: 6, 16: 6}
+PYTHON_WINDOWS = {1: 20, 4: 10, 16: 10}
 """Chunk size → how many consecutive chunks of that size one window of a Python file holds."""
 JSON_WINDOWS = {1: 200}
-PYTHON_FULL_CHUNKINGS = (None, 200)
+PYTHON_FULL_CHUNKINGS = (None, 100)
 """Chunkings applied to the whole file (None: the file in one write)."""
 JSON_FULL_CHUNKINGS = (None, 10, 100)
 ERROR_CHUNKS = (2, 8)

@@ -9,7 +9,7 @@ import pytest
 from policy.compiled import CompiledPolicy, GateRule, ToolSpec, Validator
 from policy.decision import RuleRef
 from policy.events import ToolCall
-from policy.gates import check_write, matching_gate
+from policy.gates import check_write, file_effect, matching_gate
 from policy.hints import COMMON_VARIABLES, RULE_VARIABLES, compile_hint
 from policy.loader import load_policy
 
@@ -200,3 +200,24 @@ def test_malformed_arguments_never_raise(args: dict[str, Any]) -> None:
 def test_a_call_of_a_tool_that_does_not_write_is_allowed() -> None:
     call = ToolCall(id="b", name="bash", args={"path": "a.py", "command": "def f(:"})
     assert check_write(policy(gate("python", "*.py")), call, Files().read).action == "allow"
+
+
+def test_partial_allow_covers_writes_but_not_edits() -> None:
+    """An edit leaves the whole file: an unclosed bracket it leaves at the end is an error."""
+    files = Files({"app.py": "def handler(event):\n    return event\n"})
+    lenient = policy(gate("python", "*.py", partial=True))
+    assert check_write(lenient, write("new.py", "data = {\n    'a': 1,\n"), files.read).action == "allow"
+    edit = ToolCall(id="c2", name="str_replace",
+                    args={"path": "app.py", "old_str": "return event", "new_str": "return {'body': event"})
+    decision = check_write(lenient, edit, files.read)
+    assert decision.action == "block"
+    assert decision.metadata["line"] == 2
+
+
+def test_a_precomputed_effect_saves_reading_the_file_again() -> None:
+    files = Files({"app.py": "x = 1\n"})
+    call = ToolCall(id="c1", name="str_replace", args={"path": "app.py", "old_str": "1", "new_str": "(2"})
+    effect = file_effect(EDIT, call.args, files.read)
+    reads = files.reads
+    assert check_write(policy(gate("python", "*.py")), call, files.read, effect).action == "block"
+    assert files.reads == reads

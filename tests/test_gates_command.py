@@ -100,3 +100,13 @@ def test_a_write_whose_checker_cannot_run_goes_through_and_says_so() -> None:
     assert decision.action == "allow"
     assert decision.metadata["checker"] == "unavailable"
     assert decision.metadata["gate"] == "shell"
+
+
+@pytest.mark.parametrize(("path", "name"), [("src/app.sh", "app.sh"), ("odd name.sh", "checked.sh"),
+                                            ("..", "checked"), ("a\0b.sh", "checked.sh")])
+def test_the_temporary_file_is_named_like_the_real_one_when_that_is_safe(path: str, name: str) -> None:
+    script = "import sys, pathlib; print(pathlib.Path(sys.argv[1]).name); sys.exit(1)"
+    checker = Validator("command", f'{sys.executable} -c "{script}" {{file}}')
+    verdict = run_checker(checker, "x", path, partial=False)
+    assert verdict.problem is not None
+    assert verdict.problem.output.splitlines()[0] == name

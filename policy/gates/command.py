@@ -26,6 +26,7 @@ FILE_PLACEHOLDER = "{file}"
 OUTPUT_LIMIT = 4000
 _REAP_TIMEOUT = 5.0
 _END_OF_INPUT = re.compile(r"unexpected (?:end of (?:file|input)|EOF)|end of input", re.IGNORECASE)
+_PLAIN_NAME = re.compile(r"[\w.+-]{1,100}")
 _GENERIC_LOCATION = re.compile(r"\bline (\d+)(?:, column (\d+))?")
 
 
@@ -43,9 +44,12 @@ def run_checker(validator: Validator, text: str, path: str, *, partial: bool) ->
         return unavailable("the checker command is empty")
     display = path.replace("\\", "/")
     with tempfile.TemporaryDirectory(prefix="policyctl-gate-") as folder:
-        file = os.path.join(folder, posixpath.basename(display) or "checked")
-        with open(file, "w", encoding="utf-8", errors="surrogateescape", newline="") as handle:
-            handle.write(text)
+        file = os.path.join(folder, _temp_name(display))
+        try:
+            with open(file, "w", encoding="utf-8", errors="surrogateescape", newline="") as handle:
+                handle.write(text)
+        except OSError as error:
+            return unavailable(f"the text could not be written for the checker: {error}")
         argv = [part.replace(FILE_PLACEHOLDER, file) for part in template]
         if not any(FILE_PLACEHOLDER in part for part in template):
             argv.append(file)
@@ -61,6 +65,15 @@ def run_checker(validator: Validator, text: str, path: str, *, partial: bool) ->
         return INCOMPLETE
     message = _message(output) or f"{argv[0]} exited with status {status}"
     return invalid(Problem(message, line, column, output))
+
+
+def _temp_name(path: str) -> str:
+    """The real file's name when it is a plain one, else ``checked`` with its extension."""
+    name = posixpath.basename(path)
+    if _PLAIN_NAME.fullmatch(name) and name.strip("."):
+        return name
+    suffix = posixpath.splitext(name)[1]
+    return "checked" + (suffix if _PLAIN_NAME.fullmatch(suffix) else "")
 
 
 def _run(argv: list[str], timeout: float, folder: str) -> tuple[int, str] | str:

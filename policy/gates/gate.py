@@ -26,9 +26,13 @@ def matching_gate(gates: Sequence[GateRule], path: str) -> GateRule | None:
     return None
 
 
-def check_write(policy: CompiledPolicy, call: ToolCall, read_file: ReadFile) -> Decision:
+def check_write(policy: CompiledPolicy, call: ToolCall, read_file: ReadFile,
+                effect: FileEffect | None = None) -> Decision:
     """Block the call when the file it would leave fails its gate's validator.
 
+    ``effect`` is the call's :func:`file_effect` when the caller has it already.
+    ``partial allow`` applies to writes only: a write may be the first chunk
+    of a file that appends complete, an edit leaves the whole file as it is.
     An allowed call's metadata says when the text was an incomplete prefix
     (``"incomplete": True``) or the checker could not run
     (``"checker": "unavailable"`` and its ``"reason"``).
@@ -39,10 +43,12 @@ def check_write(policy: CompiledPolicy, call: ToolCall, read_file: ReadFile) -> 
     gate = matching_gate(policy.gates, path) if isinstance(path, str) and policy.gates else None
     if gate is None:
         return allow
-    effect = file_effect(spec, call.args, read_file)
+    if effect is None:
+        effect = file_effect(spec, call.args, read_file)
     if effect is None or not effect.changes_file:
         return allow
-    verdict = validate(gate.validator, effect.after, effect.path, partial=gate.partial)
+    partial = gate.partial and spec.role == "write"
+    verdict = validate(gate.validator, effect.after, effect.path, partial=partial)
     if verdict.status == "valid":
         return allow
     if verdict.problem is not None:
