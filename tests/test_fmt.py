@@ -251,6 +251,12 @@ def test_shipped_policies_format_idempotently_keeping_meaning_and_comments(path:
     assert format_text(formatted, str(path)) == formatted
 
 
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_shipped_policies_are_in_canonical_layout(path: Path) -> None:
+    source = path.read_text(encoding="utf-8")
+    assert format_text(source, str(path)) == source, f"run: policyctl fmt {path}"
+
+
 _NAME = st.from_regex(r"[A-Za-z_][A-Za-z0-9_-]{0,5}", fullmatch=True)
 _TEXT = st.text(st.sampled_from("ab #/\"'\\\t{}é"), max_size=8)
 _JSON = st.recursive(
