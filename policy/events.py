@@ -70,8 +70,9 @@ def _stringify(content: Any) -> str:
 class Scope:
     """The unit whose history loop detection tracks: one run of one thread.
 
-    A missing ``run_id`` gets an opaque id that is unique to this ``Scope``
-    object's invocation (never derived from ``id()`` of anything).
+    A missing ``run_id`` gets a fresh opaque id (never derived from ``id()`` of
+    anything): build one ``Scope`` per agent invocation and pass that same
+    object with every event of the invocation.
     """
 
     thread_id: str = "default"

@@ -88,7 +88,8 @@ def _load_file(ctx: Context, name: str, node: ast.String, policy_file: str) -> t
             return None
         ctx.composition.texts[shown] = text
         return text, _Locator(shown, text, 1, None)
-    searched = " and ".join(f"`{folder}`" for folder in dict.fromkeys(folders))
+    own = folders[0]
+    searched = "the shipped hints" if own == shipped else f"`{own}`, then the shipped hints"
     ctx.report.add(
         "E304", f"hint file `{node.value}` not found for hint `{name}`", node.span, f"looked in {searched}"
     )
