@@ -124,11 +124,14 @@ class Guard:
 
     def _on_call(self, call: ToolCall, scope: Scope) -> Decision:
         spec = self.policy.tool(call.name)
-        effect = file_effect(spec, call.args, self.read_file) if spec.role in WRITING_ROLES else None
-        decision = check_write(self.policy, call, self.read_file, effect) if effect is not None else ALLOW
+        if spec.role not in WRITING_ROLES:
+            return ALLOW
+        effect = file_effect(spec, call.args, self.read_file)
+        if effect is None:
+            return ALLOW
+        decision = check_write(self.policy, call, self.read_file, effect)
         with self.store.scope(scope) as state:
-            if effect is not None:
-                _pending(state, call.id)[_CHANGES_FILE] = effect.changes_file
+            _pending(state, call.id)[_CHANGES_FILE] = effect.changes_file
             if decision.action != "block":
                 return decision
             rejection = ToolResult(content=decision.hint or "", status="error")
