@@ -8,9 +8,9 @@ from pathlib import Path
 
 import click
 
+from cli.paths import policy_sources
+from cli.policies import compile_or_exit
 from policy.compiled import CompiledPolicy
-from policy.diagnostics import PolicyError
-from policy.loader import load_policy
 from policy.replay import ACTIONS, ReplayReport, replay_file
 
 _COLOURS = {"hint": "cyan", "warn": "yellow", "block": "red", "stop": "magenta"}
@@ -29,12 +29,10 @@ def replay(traces: tuple[Path, ...], policy_source: str, output_format: str) -> 
     One trace: every decision that is not `allow`, then a summary.  A folder:
     one summary row per session.  Exit 0 unless a trace could not be read at all.
     """
-    try:
-        policy = load_policy(policy_source)
-    except PolicyError as err:
-        raise click.UsageError(f"policy {policy_source} has errors:\n{err}") from err
-    except FileNotFoundError as err:
-        raise click.UsageError(str(err)) from err
+    sources = policy_sources([policy_source])
+    if len(sources) != 1:
+        raise click.UsageError(f"--policy names one policy; {policy_source} holds {len(sources)}")
+    (policy,) = compile_or_exit(sources, "replay", "no trace was replayed")
     files = _trace_files(traces)
     if not files:
         raise click.UsageError("no .jsonl traces found")

@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import logging
-
 import click
 
 from cli.paths import policy_sources
+from cli.policies import compile_or_exit
 from cli.terminal import color_enabled
-from policy.compiled import CompiledPolicy
-from policy.diagnostics import Diagnostic, Severity
-from policy.loader import check_policy, source_text
-from policy.reporters.text import render_diagnostic
 from policy.testing.report import render_github, render_json, render_junit, render_text
 from policy.testing.runner import PolicyTestResult, run_tests
 
 EXIT_FAILED = 1
-EXIT_USAGE = 2
 
 _RENDERERS = {"json": render_json, "junit": render_junit, "github": render_github}
 
@@ -40,8 +34,7 @@ def policy_tests(paths: tuple[str, ...], output_format: str, pattern: str | None
     test fails, 2 on a usage error or a policy with errors (its diagnostics
     are printed).
     """
-    _quiet_engine_logs()
-    policies = _load_all(policy_sources(paths or (".",)))
+    policies = compile_or_exit(policy_sources(paths or (".",)), "test", "no test was run")
     results: list[PolicyTestResult] = []
     for policy in policies:
         selected = [t for t in policy.tests if pattern is None or pattern.lower() in t.name.lower()]
@@ -54,32 +47,3 @@ def policy_tests(paths: tuple[str, ...], output_format: str, pattern: str | None
     else:
         click.echo(_RENDERERS[output_format](results), nl=False)
     click.get_current_context().exit(EXIT_FAILED if any(not r.passed for r in results) else 0)
-
-
-def _load_all(sources: list[str]) -> list[CompiledPolicy]:
-    """Compile every policy; if any has errors, print their diagnostics and exit 2."""
-    policies: list[CompiledPolicy] = []
-    errors: list[Diagnostic] = []
-    for source in sources:
-        policy, diagnostics = check_policy(source)
-        errors.extend(d for d in diagnostics if d.severity is Severity.ERROR)
-        if policy is not None:
-            policies.append(policy)
-    if errors:
-        color = color_enabled(err=True)
-        for diagnostic in dict.fromkeys(errors):
-            text = render_diagnostic(diagnostic, source_text(diagnostic.span.file), color=color)
-            click.echo(text + "\n", err=True, color=color)
-        click.echo(f"policyctl test: {len(errors)} error(s) in the policies; no test was run", err=True)
-        click.get_current_context().exit(EXIT_USAGE)
-    return policies
-
-
-def _quiet_engine_logs() -> None:
-    """The guard logs each loop warning; in a test run those are expected results, not news.
-
-    (A hint that fails to render is reported as a failed test instead.)
-    """
-    logger = logging.getLogger("policy")
-    if not any(isinstance(handler, logging.NullHandler) for handler in logger.handlers):
-        logger.addHandler(logging.NullHandler())

@@ -34,23 +34,23 @@ def builtin_policy_names() -> list[str]:
 
 def user_cache_dir() -> Path:
     """A per-user cache folder, created private (0700)."""
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Caches"
-    else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    path = base / "policyctl"
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return path
+    if sys.platform == "darwin":
+        return _private(Path.home() / "Library" / "Caches")
+    return _private(_user_base("XDG_CACHE_HOME", Path.home() / ".cache"))
 
 
 def user_state_dir() -> Path:
     """A per-user state folder (hook state that must outlive a process), created private."""
+    return _private(_user_base("XDG_STATE_HOME", Path.home() / ".local" / "state"))
+
+
+def _user_base(xdg_variable: str, default: Path) -> Path:
     if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-    else:
-        base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+        return Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    return Path(os.environ.get(xdg_variable) or default)
+
+
+def _private(base: Path) -> Path:
     path = base / "policyctl"
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     return path

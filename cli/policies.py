@@ -1,0 +1,33 @@
+"""Compile the policies a command runs, or print their diagnostics and exit 2."""
+
+from __future__ import annotations
+
+import click
+
+from cli.terminal import color_enabled
+from policy.compiled import CompiledPolicy
+from policy.diagnostics import Diagnostic, Severity
+from policy.loader import check_policy, source_text
+from policy.reporters.text import render_diagnostic
+
+EXIT_USAGE = 2
+
+
+def compile_or_exit(sources: list[str], command: str, skipped: str) -> list[CompiledPolicy]:
+    """Every source compiled; if any has errors, print them with carets, say what was
+    ``skipped`` ("no test was run") and exit 2."""
+    policies: list[CompiledPolicy] = []
+    errors: list[Diagnostic] = []
+    for source in sources:
+        policy, diagnostics = check_policy(source)
+        errors.extend(d for d in diagnostics if d.severity is Severity.ERROR)
+        if policy is not None:
+            policies.append(policy)
+    if errors:
+        color = color_enabled(err=True)
+        for diagnostic in dict.fromkeys(errors):
+            text = render_diagnostic(diagnostic, source_text(diagnostic.span.file), color=color)
+            click.echo(text + "\n", err=True, color=color)
+        click.echo(f"policyctl {command}: {len(errors)} error(s) in the policies; {skipped}", err=True)
+        click.get_current_context().exit(EXIT_USAGE)
+    return policies
