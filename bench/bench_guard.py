@@ -1,88 +1,138 @@
 """Per-event cost of the guard with the built-in policy.
 
 One event = on_turn + on_call + on_result for a bash call with ~100-byte
-arguments and a 4 KB failed output (a missing module, a different one each
-time, so no loop layer fires: this is the path almost every call takes).
-Runs of 20 events, each run its own scope.  Reports p50/p99 in
-microseconds, and the ratio to a baseline measured in the same run: the
-irreducible work of any guard (serialise the arguments, hash them, scan the
-output's tail with one compiled pattern).
+arguments and a 4 KB failed output, and the harness reading the decision's
+hint.  Two outputs, measured separately:
 
-    .venv/bin/python bench/bench_guard.py
+  hint    a missing module, a different one each time: the signature fires
+          and its hint is rendered on every event
+  failed  a failure no signature names (the error-text path)
+
+No loop layer fires (every call differs).  Runs of 20 events, each run its
+own scope.  The baseline is the irreducible work of any guard: serialise the
+arguments, hash them, count the key in a window, scan the output with one
+compiled pattern.  Guard and baseline run interleaved in chunks, so both meet
+the same machine load; the ratio is the figure to compare across machines.
+
+    .venv/bin/python bench/bench_guard.py [--events 5000] [--rounds 5]
 """
 
 from __future__ import annotations
 
+import argparse
+import gc
 import hashlib
 import json
 import re
 import statistics
 import time
+from collections.abc import Callable
 
 from policy.events import Scope, ToolCall, ToolResult
 from policy.guard import Guard
 from policy.loader import load_policy
 
-ROUNDS = 5000
 RUN_LENGTH = 20
+CHUNK = 250
+TARGET_US = 30.0
+QUANTILES = (0.5, 0.99)
+
+_FILLER = ("x" * 78 + "\n") * 52
 
 
-def _output(i: int) -> str:
-    text = ("x" * 78 + "\n") * 50 + "Traceback (most recent call last):\n  File \"run.py\", line 1\n" \
-        f"ModuleNotFoundError: No module named 'module_{i}'\n"
-    return text[-4096:]
+def missing_module(i: int) -> str:
+    return (_FILLER + 'Traceback (most recent call last):\n  File "run.py", line 1\n'
+            f"ModuleNotFoundError: No module named 'module_{i}'\n")[-4096:]
 
 
-def _call(i: int) -> ToolCall:
+def unnamed_failure(i: int) -> str:
+    return (_FILLER + f"report_{i}: the input has 17 columns, the schema 16\n")[-4096:]
+
+
+def make_call(i: int) -> ToolCall:
     command = f"cd /workspace/project && python scripts/report_{i}.py --input data/{i}.csv --verbose"
     return ToolCall(id=f"c{i}", name="bash", args={"command": command, "description": "run the report"})
 
 
-def _percentiles(samples: list[float]) -> tuple[float, float]:
-    ordered = sorted(samples)
-    return ordered[len(ordered) // 2] * 1e6, ordered[int(len(ordered) * 0.99)] * 1e6
+Event = tuple[ToolCall, ToolResult, Scope]
 
 
-def bench_guard() -> list[float]:
-    guard = Guard(load_policy("builtin:default"), read_file=lambda path: None)
-    samples = []
-    for i in range(ROUNDS):
-        call = _call(i)
-        scope = Scope("bench", f"run-{i // RUN_LENGTH}")
-        result = ToolResult(content=_output(i), status="error")
-        start = time.perf_counter()
+def events(count: int, output: Callable[[int], str], tag: str) -> list[Event]:
+    scopes = [Scope("bench", f"{tag}-{run}") for run in range(count // RUN_LENGTH + 1)]
+    return [(make_call(i), ToolResult(content=output(i), status="error"), scopes[i // RUN_LENGTH])
+            for i in range(count)]
+
+
+def guarded(guard: Guard) -> Callable[[Event], None]:
+    def event(item: Event) -> None:
+        call, result, scope = item
         guard.on_turn([call], scope)
         guard.on_call(call, scope)
-        guard.on_result(call, result, scope)
-        samples.append(time.perf_counter() - start)
-    return samples
+        str(guard.on_result(call, result, scope).hint)
+
+    return event
 
 
-def bench_baseline() -> list[float]:
+def baseline() -> Callable[[Event], None]:
     pattern = re.compile(r"No module named '?([\w.]+)'?")
     history: list[str] = []
-    samples = []
-    for i in range(ROUNDS):
-        call = _call(i)
-        output = _output(i)
-        start = time.perf_counter()
+
+    def event(item: Event) -> None:
+        call, result, _ = item
         key = hashlib.sha1(json.dumps(call.args, sort_keys=True).encode()).hexdigest()
         history.append(key)
         del history[:-20]
         history.count(key)
-        pattern.search(output)
-        samples.append(time.perf_counter() - start)
+        pattern.search(result.content)
+
+    return event
+
+
+def measure(jobs: dict[str, tuple[Callable[[Event], None], list[Event]]]) -> dict[str, list[float]]:
+    """Seconds per event, each implementation in turn for CHUNK events, GC paused while timed."""
+    samples: dict[str, list[float]] = {name: [] for name in jobs}
+    count = min(len(items) for _, items in jobs.values())
+    clock = time.perf_counter
+    for start in range(0, count, CHUNK):
+        for name, (run, items) in jobs.items():
+            gc.collect()
+            gc.disable()
+            try:
+                for item in items[start : start + CHUNK]:
+                    began = clock()
+                    run(item)
+                    samples[name].append(clock() - began)
+            finally:
+                gc.enable()
     return samples
 
 
 def main() -> None:
-    bench_guard()  # warm up
-    guard_p50, guard_p99 = _percentiles(bench_guard())
-    base_p50, base_p99 = _percentiles(bench_baseline())
-    print(f"guard    p50 {guard_p50:7.1f} µs   p99 {guard_p99:7.1f} µs   (target p50 ≤ 30 µs)")
-    print(f"baseline p50 {base_p50:7.1f} µs   p99 {base_p99:7.1f} µs")
-    print(f"ratio    p50 {guard_p50 / base_p50:5.1f}x   p99 {guard_p99 / base_p99:5.1f}x")
-    print(f"median of all guard events: {statistics.median(bench_guard()) * 1e6:.1f} µs")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=5000)
+    parser.add_argument("--rounds", type=int, default=5)
+    options = parser.parse_args()
+    guard = Guard(load_policy("builtin:default"), read_file=lambda path: None)
+    print(f"per event, µs (median over {options.rounds} rounds of {options.events} events; "
+          f"target p50 ≤ {TARGET_US:g})")
+    print(f"{'output':<8} {'guard p50':>10} {'p99':>8} {'baseline p50':>13} {'p99':>7} {'ratio p50':>10}")
+    outputs = (("hint", missing_module), ("failed", unnamed_failure))
+    for label, output in outputs:  # warm up: RE2 builds its DFA lazily, the CPU ramps up
+        measure({"guard": (guarded(guard), events(options.events, output, f"warm-{label}"))})
+    for label, output in outputs:
+        rows = []
+        for round_ in range(options.rounds):
+            items = events(options.events, output, f"{label}-{round_}")
+            samples = measure({"guard": (guarded(guard), items), "baseline": (baseline(), items)})
+            rows.append([_percentile(samples[impl], q) for impl in samples for q in QUANTILES])
+        guard_p50, guard_p99, base_p50, base_p99 = (statistics.median(col) for col in zip(*rows, strict=True))
+        print(f"{label:<8} {guard_p50:>10.1f} {guard_p99:>8.1f} {base_p50:>13.1f} {base_p99:>7.1f} "
+              f"{guard_p50 / base_p50:>9.1f}x")
+
+
+def _percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(int(len(ordered) * q), len(ordered) - 1)] * 1e6
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ The baseline, ``HandWritten`` below, is what one would write for the same
 algorithm with the same settings (read from the same compiled policy):
 stable JSON of the key arguments, an MD5 of the sorted batch, a deque of
 recent batch hashes with ``count``, a deque of tool names with a ``Counter``,
-suppression sets, a logged warning and an f-string message.  A second
+suppression sets, a log line and an f-string message.  A second
 baseline, ``HandWrittenWithHint``, words its message with the policy's own
 hint template instead, as policyctl does: the difference between the two
 is the price of policy-defined hint text.  All run in the same process,
@@ -59,6 +59,10 @@ class HandWrittenState:
     tool_warned: set[str] = field(default_factory=set)
     inflight: dict[str, int] = field(default_factory=dict)
     turns: int = 0
+    results: dict[str, list[str]] = field(default_factory=dict)
+    """Batch digest -> digests of its recent results (until_progress; filled as results arrive)."""
+    excerpts: dict[str, str] = field(default_factory=dict)
+    """Batch digest -> its last result, shortened, for the message."""
 
 
 class HandWritten:
@@ -105,7 +109,7 @@ class HandWritten:
                 del state.inflight[next(iter(state.inflight))]
         count = history.count(digest)
         if count >= self.stop:
-            return self._decide("stop", "repeat", calls[0], count, self.stop)
+            return self._decide(state, digest, "stop", "repeat", calls[0], count, self.stop)
         repeat_warning = count >= self.warn and digest not in state.warned
 
         candidate: tuple[ToolCall, int] | None = None
@@ -120,25 +124,32 @@ class HandWritten:
             counts[call.name] += 1
             warn, stop = self.limits.get(call.name, self.default_limits)
             if counts[call.name] >= stop:
-                return self._decide("stop", "frequency", call, counts[call.name], stop)
+                return self._decide(state, digest, "stop", "frequency", call, counts[call.name], stop)
             if candidate is None and counts[call.name] >= warn and call.name not in state.tool_warned:
                 candidate = (call, counts[call.name])
         if repeat_warning:
             state.warned.add(digest)
-            return self._decide("warn", "repeat", calls[0], count, self.stop)
+            return self._decide(state, digest, "warn", "repeat", calls[0], count, self.stop)
         if candidate is not None:
             call, count = candidate
             warn, stop = self.limits.get(call.name, self.default_limits)
             if state.counts[call.name] >= warn:
                 state.tool_warned.add(call.name)
-            return self._decide("warn", "frequency", call, count, stop)
+            return self._decide(state, digest, "warn", "frequency", call, count, stop)
         return None
 
-    def _decide(self, action: str, layer: str, call: ToolCall, count: int, stop: int) -> tuple[str, str, str]:
-        self.log.warning("loop %s %s on call %s (count %d)", layer, action, call.id, count)
-        return action, call.id, self.message(action, layer, call, count, stop)
+    def _decide(self, state: HandWrittenState, digest: str, action: str, layer: str, call: ToolCall,
+                count: int, stop: int) -> tuple[str, str, str]:
+        self.log.info("loop %s %s on call %s (count %d)", layer, action, call.id, count)
+        same_result, excerpt = False, ""
+        if layer == "repeat" and self.track_results:  # what until_progress knows of the batch's results
+            results = state.results.get(digest, [])
+            same_result = len(results) >= 2 and len(set(results)) == 1
+            excerpt = state.excerpts.get(digest, "")
+        return action, call.id, self.message(action, layer, call, count, stop, same_result, excerpt)
 
-    def message(self, action: str, layer: str, call: ToolCall, count: int, stop: int) -> str:
+    def message(self, action: str, layer: str, call: ToolCall, count: int, stop: int, same_result: bool,
+                excerpt: str) -> str:
         return (f"[LOOP {'STOPPED' if action == 'stop' else 'DETECTED'}] {call.name} "
                 f"{json.dumps(call.args, sort_keys=True)}: {count} times (limit {stop}).")
 
@@ -155,16 +166,19 @@ class HandWrittenWithHint(HandWritten):
             "frequency": policy.frequency,
         }
 
-    def message(self, action: str, layer: str, call: ToolCall, count: int, stop: int) -> str:
+    def message(self, action: str, layer: str, call: ToolCall, count: int, stop: int, same_result: bool,
+                excerpt: str) -> str:
         rule = self.rules[layer]
         summary = f"{call.name} {json.dumps(call.args, sort_keys=True)}"
         variables = {
             "rule": f"loop {layer}", "rule_kind": "loop", "rule_name": layer, "action": action,
             "tool": call.name, "args": dict(call.args), "call": summary, "call_id": call.id,
             "policy": self.policy.name, "count": count, "warn": rule.warn, "stop": stop,
-            "window": rule.window, "same_result": False, "result_excerpt": "",
+            "window": rule.window, "same_result": same_result, "result_excerpt": excerpt,
         }
-        return rule.hint.render(variables) if rule.hint else super().message(action, layer, call, count, stop)
+        if rule.hint is None:
+            return super().message(action, layer, call, count, stop, same_result, excerpt)
+        return rule.hint.render(variables)
 
 
 # --- the scenarios ----------------------------------------------------------------------
@@ -251,7 +265,7 @@ def main() -> int:
     parser.add_argument("--states", type=int, default=1000)
     options = parser.parse_args()
 
-    for name in ("policy.loops", "bench.handwritten"):  # both pay for a log record, neither prints
+    for name in ("policy.loops", "bench.handwritten"):  # both log at INFO, off by default; neither prints
         logger = logging.getLogger(name)
         logger.addHandler(logging.NullHandler())
         logger.propagate = False

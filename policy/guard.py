@@ -31,7 +31,8 @@ from policy.events import Scope, ToolCall, ToolResult
 from policy.gates import check_write, file_effect
 from policy.loader import load_policy
 from policy.loops.detector import LoopDetector
-from policy.loops.state import ScopeState
+from policy.loops.state import MAX_OPEN_CALLS, ScopeState
+from policy.output import output_reader
 from policy.signatures import diagnose, hint_decision
 from policy.store import MemoryStore, Store
 
@@ -66,6 +67,7 @@ class Guard:
         self.read_file: ReadFile = read_file or read_local_file
         self.store: Store = store if store is not None else MemoryStore(self.policy.max_scopes)
         self._loops = LoopDetector(self.policy)
+        self._outputs = output_reader(self.policy)
 
     # --- events -------------------------------------------------------------
 
@@ -144,14 +146,15 @@ class Guard:
         return _combine([decision, streak, warning])
 
     def _on_result(self, call: ToolCall, result: ToolResult, scope: Scope) -> Decision:
-        diagnosis = diagnose(self.policy, call, result)
+        output = self._outputs.read(result.content)
+        diagnosis = diagnose(self.policy, call, result, output)
         signature = hint_decision(self.policy, call, result, diagnosis)
         with self.store.scope(scope) as state:
             pending = state.pending.pop(call.id, {})
             changed = self._state_changed(call, diagnosis.failed, pending.get(_CHANGES_FILE))
             loops = self._loops.on_result(state, call, result, failed=diagnosis.failed,
                                           error_key=diagnosis.key if diagnosis.failed else None,
-                                          state_changed=changed)
+                                          state_changed=changed, output=output)
         warning = _restore(pending.get(_WARNING))
         return _combine([warning, loops, signature])
 
@@ -181,7 +184,13 @@ class Guard:
 
 
 def _pending(state: ScopeState, call_id: str) -> dict[str, Any]:
-    return state.pending.setdefault(call_id, {})
+    """What waits for this call's result; the oldest calls' entries go first (their results
+    may never come) once ``MAX_OPEN_CALLS`` calls have some."""
+    pending = state.pending
+    entry = pending.setdefault(call_id, {})
+    while len(pending) > MAX_OPEN_CALLS:
+        del pending[next(iter(pending))]
+    return entry
 
 
 def _take_pending(state: ScopeState, call_id: str) -> Decision:

@@ -167,6 +167,34 @@ def check_replacement(pattern: Pattern, node: ast.String, report: Report) -> boo
     return True
 
 
+def replacement_template(pattern: Pattern, text: str) -> tuple[bytes | int, ...]:
+    """A checked replacement (see ``check_replacement``) as UTF-8 literals and group numbers,
+    read exactly as RE2's Python binding reads a template."""
+    pieces: list[bytes | int] = []
+    literal = ""
+    while (backslash := text.find("\\")) >= 0:
+        literal, text = literal + text[:backslash], text[backslash:]
+        reference = None if _OCTAL.match(text) else _REFERENCE.match(text)
+        if reference is None:
+            literal, text = literal + text[:2], text[2:]
+            continue
+        pieces += [_unescaped(literal), _group_number(pattern, reference)]
+        literal, text = "", text[reference.end() :]
+    pieces.append(_unescaped(literal + text))
+    return tuple(piece for piece in pieces if piece != b"")
+
+
+def _unescaped(literal: str) -> bytes:
+    return codecs.unicode_escape_decode(literal)[0].encode("utf-8", "surrogatepass")
+
+
+def _group_number(pattern: Pattern, reference: re.Match[str]) -> int:
+    number, name = reference.group(1), reference.group(2)
+    if number is not None:
+        return int(number)
+    return int(name) if name.isdigit() else int(pattern.regex.groupindex[name])
+
+
 def _bad_reference(pattern: Pattern, match: re.Match[str]) -> str | None:
     number, name = match.group(1), match.group(2)
     group_count = int(pattern.regex.groups)

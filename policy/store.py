@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager
 from typing import Protocol
 
 from policy.events import Scope
@@ -61,11 +60,9 @@ class MemoryStore:
         self._lru_lock = threading.Lock()
         self._scope_locks = tuple(threading.RLock() for _ in range(self.LOCK_STRIPES))
 
-    @contextmanager
-    def scope(self, scope: Scope) -> Iterator[ScopeState]:
+    def scope(self, scope: Scope) -> AbstractContextManager[ScopeState]:
         key = scope_key(scope)
-        with self._scope_locks[hash(key) % self.LOCK_STRIPES]:
-            yield self._checkout(key)
+        return _Checkout(self, key, self._scope_locks[hash(key) % self.LOCK_STRIPES])
 
     def drop_thread(self, thread_id: str) -> None:
         with self._lru_lock:
@@ -85,3 +82,25 @@ class MemoryStore:
             while len(self._states) > self.max_scopes:
                 self._states.popitem(last=False)
             return state
+
+
+class _Checkout:
+    """``MemoryStore.scope``'s context manager: the scope's lock stripe held for the block."""
+
+    __slots__ = ("_key", "_lock", "_store")
+
+    def __init__(self, store: MemoryStore, key: ScopeKey, lock: threading.RLock) -> None:
+        self._store = store
+        self._key = key
+        self._lock = lock
+
+    def __enter__(self) -> ScopeState:
+        self._lock.acquire()
+        try:
+            return self._store._checkout(self._key)
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._lock.release()

@@ -108,13 +108,31 @@ def test_an_old_text_with_the_files_own_mixed_endings_is_spliced_as_sent() -> No
 @pytest.mark.parametrize("args", [
     {"path": "a.py", "old_str": "absent", "new_str": "x"},  # old text not in the file
     {"path": "missing.py", "old_str": "x", "new_str": "y"},  # file missing
-    {"path": "a.py", "old_str": "", "new_str": "y"},         # empty old text
+    {"path": "a.py", "old_str": "", "new_str": "y"},         # empty old text on a file with content
     {"path": "a.py", "old_str": "x"},                        # no new text
     {"path": "a.py", "old_str": 1, "new_str": "y"},          # old is not a string
     {"path": "a.py", "old_str": "x", "new_str": "y", "replace_all": "sometimes"},
 ])
 def test_an_edit_that_cannot_apply_is_left_to_the_tool(args: dict[str, Any]) -> None:
     assert file_effect(EDIT, args, Files(**{"a.py": "x = 1\n"})) is None
+
+
+@pytest.mark.parametrize("files", [Files(), Files(**{"new.py": ""})])
+def test_an_edit_with_an_empty_old_text_creates_a_missing_or_empty_file(files: Files) -> None:
+    result = effect(EDIT, files, path="new.py", old_str="", new_str="def f(:\n")
+    assert result == FileEffect("new.py", files.files.get("new.py"), "def f(:\n")
+    assert result.changes_file
+
+
+def test_a_multi_edit_can_create_a_file_with_its_first_edit_and_go_on_editing_it() -> None:
+    edits = [{"old_string": "", "new_string": "a = 1\n"}, {"old_string": "1", "new_string": "2"}]
+    result = effect(MULTI, Files(), file_path="new.py", edits=edits)
+    assert result == FileEffect("new.py", None, "a = 2\n")
+
+
+def test_only_the_first_edit_of_a_multi_edit_can_create_the_file() -> None:
+    edits = [{"old_string": "a", "new_string": "b"}, {"old_string": "", "new_string": "c"}]
+    assert effect(MULTI, Files(**{"f.txt": "a"}), file_path="f.txt", edits=edits) is None
 
 
 def test_a_multi_edit_applies_its_edits_in_order() -> None:

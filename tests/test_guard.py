@@ -14,7 +14,8 @@ from policy.compiled import CompiledPolicy
 from policy.events import Scope, ToolCall, ToolResult
 from policy.guard import Guard
 from policy.loader import load_policy
-from policy.loops.state import ScopeState
+from policy.loops.state import MAX_OPEN_CALLS, ScopeState
+from policy.store import MemoryStore
 
 
 @pytest.fixture(scope="module")
@@ -151,6 +152,22 @@ def test_clearing_a_runs_pending_warnings_leaves_a_sibling_runs(default: Compile
     guard.clear_pending(mine)
     assert guard.on_result(bash("c3"), ToolResult("Wrong flag!"), mine).action == "allow"
     assert guard.on_result(bash("c3"), ToolResult("Wrong flag!"), sibling).action == "warn"
+
+
+def test_calls_whose_results_never_come_leave_bounded_state(default: CompiledPolicy) -> None:
+    store = MemoryStore()
+    guard, scope = Guard(default, read_file=lambda path: None, store=store), Scope("t", "r")
+    for n in range(3 * MAX_OPEN_CALLS):
+        write = ToolCall(id=f"w{n}", name="write_file", args={"path": f"f{n}.py", "content": "x = 1\n"})
+        guard.on_turn([write, bash(f"b{n}", f"echo {n}")], scope)
+        assert guard.on_call(write, scope).action == "allow"
+    newest = f"w{3 * MAX_OPEN_CALLS - 1}"
+    with store.scope(scope) as state:
+        assert len(state.pending) == MAX_OPEN_CALLS
+        assert len(state.open_calls) == MAX_OPEN_CALLS
+        assert newest in state.pending and newest in state.open_calls  # the newest are kept
+    last = ToolCall(id=newest, name="write_file", args={"path": "x.py", "content": "x = 1\n"})
+    assert guard.on_result(last, ToolResult("ok"), scope).action == "allow"
 
 
 def test_reset_forgets_every_run_of_the_thread(default: CompiledPolicy) -> None:

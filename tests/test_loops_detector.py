@@ -209,7 +209,7 @@ def test_only_the_selected_warning_is_marked_and_logged(
 ) -> None:
     detector, state = ordering
     detector.on_turn(state, [call("ls", "x")])
-    with caplog.at_level(logging.WARNING, logger="policy.loops"):
+    with caplog.at_level(logging.INFO, logger="policy.loops"):
         decision = detector.on_turn(state, [call("ls", "x")])  # repeat: 2 (warn), ls: 2 (warn)
     assert str(decision.rule) == "loop repeat"  # repeat precedes frequency when nothing stops
     logged = [record.getMessage().split(":")[0] for record in caplog.records]

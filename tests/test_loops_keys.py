@@ -11,8 +11,9 @@ import pytest
 
 from policy.compiled import CompiledPolicy
 from policy.events import ToolCall
+from policy.fingerprint import fingerprint
 from policy.loader import load_policy
-from policy.loops.keys import MAX_KEY_LENGTH, CallKeys, ResultKeys, batch_key, call_key, fingerprint
+from policy.loops.keys import MAX_KEY_LENGTH, CallKeys, batch_key, call_key
 
 POLICY = """
 policy "keys" { ignore description }
@@ -109,9 +110,13 @@ def test_values_json_cannot_encode_still_key_deterministically(policy: CompiledP
 def test_batch_key_is_the_sorted_multiset_of_call_keys(policy: CompiledPolicy) -> None:
     ls = ToolCall(id="1", name="bash", args={"command": "ls"})
     pwd = ToolCall(id="2", name="bash", args={"command": "pwd"})
-    assert batch_key(policy, [ls, pwd]) == batch_key(policy, [pwd, ls])
-    assert batch_key(policy, [ls, ls, pwd]) != batch_key(policy, [ls, pwd])
-    assert batch_key(policy, [ls]) == call_key(policy, ls)
+
+    def batch(*calls: ToolCall) -> str:
+        return batch_key([call_key(policy, call) for call in calls])
+
+    assert batch(ls, pwd) == batch(pwd, ls)
+    assert batch(ls, ls, pwd) != batch(ls, pwd)
+    assert batch(ls) == call_key(policy, ls)
 
 
 def test_the_detectors_precomputed_keys_agree_with_call_key(policy: CompiledPolicy) -> None:
@@ -123,12 +128,11 @@ def test_the_detectors_precomputed_keys_agree_with_call_key(policy: CompiledPoli
     ]
     for call in calls:
         assert keys.call_key(call) == call_key(policy, call)
-    assert keys.batch_key(calls) == batch_key(policy, calls)
 
 
 def test_fingerprints_are_the_same_in_another_process() -> None:
     """State moves between workers (Redis): fingerprints must not depend on PYTHONHASHSEED."""
-    code = "from policy.loops.keys import fingerprint; print(fingerprint('bash {\"command\":\"ls\"}').hex())"
+    code = "from policy.fingerprint import fingerprint; print(fingerprint('bash {\"command\":\"ls\"}').hex())"
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": str(root)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
@@ -158,46 +162,3 @@ def test_deerflow_keys_writes_by_every_argument_and_commands_by_their_salient_fi
     write = {"path": "a", "content": "x"}
     assert key(deerflow, "write_file", {**write, "description": "1"}) != key(deerflow, "write_file", write)
     assert key(deerflow, "bash", {"command": "ls", "timeout": 5}) == key(deerflow, "bash", {"command": "ls"})
-
-
-NORMALIZING = """
-normalize /\\b\\d+(\\.\\d+)?s\\b/ "<dur>"
-normalize /0x[0-9a-f]+/ "<addr>"
-normalize /<dur> later/ "<soon>"
-"""
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "",
-        "plain output with nothing volatile",
-        "1 failed in 0.51s",
-        "object at 0x7f3a",
-        "done in 3s later",  # the first rule's replacement makes the third one match
-        "0xff then 2.5s then 0xab",
-        "ünïcödé 12s",
-    ],
-)
-def test_result_fingerprints_are_those_of_the_normalised_text(tmp_path: Path, text: str) -> None:
-    path = tmp_path / "normalize.policy"
-    path.write_text(NORMALIZING, encoding="utf-8")
-    policy = load_policy(path)
-    assert ResultKeys(policy).fingerprint(text) == fingerprint(policy.normalize(text))
-
-
-def test_volatile_text_does_not_change_a_result_fingerprint(tmp_path: Path) -> None:
-    path = tmp_path / "normalize.policy"
-    path.write_text(NORMALIZING, encoding="utf-8")
-    results = ResultKeys(load_policy(path))
-    assert results.fingerprint("1 failed in 0.51s") == results.fingerprint("1 failed in 0.73s")
-    assert results.fingerprint("1 failed in 0.51s") != results.fingerprint("2 failed in 0.51s")
-
-
-def test_a_huge_output_is_compared_by_its_start_and_end(policy: CompiledPolicy) -> None:
-    results = ResultKeys(policy)
-    half = "x" * 5_000_000
-    output = f"start\n{half}one{half}\nend: 3 failed"
-    assert results.fingerprint(output) == results.fingerprint(output.replace("one", "two"))
-    assert results.fingerprint(output) != results.fingerprint(output.replace("3 failed", "2 failed"))
-    assert results.fingerprint(output) != results.fingerprint(output.replace("start", "begin"))

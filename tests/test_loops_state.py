@@ -94,9 +94,9 @@ def test_state_stays_within_the_windows_however_long_the_session(default: Compil
         ("not json", "not JSON"),
         ("[]", "the state must be an object"),
         ('{"v": 99}', "format 99"),
-        ('{"v": 1, "repeat": {}}', "frequency must be an object"),
+        ('{"v": 2, "repeat": {}}', "frequency must be an object"),
         (
-            '{"v": 1, "repeat": {}, "frequency": {}, "streak": {}, "oscillation": {}}',
+            '{"v": 2, "repeat": {}, "frequency": {}, "streak": {}, "oscillation": {}}',
             "repeat.keys must be str",
         ),
     ],

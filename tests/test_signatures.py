@@ -15,11 +15,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import policy.output as output
 import policy.signatures as signatures
 from policy.compiled import CompiledPolicy
 from policy.events import ToolCall, ToolResult
 from policy.loader import load_policy
-from policy.signatures import Diagnosis, diagnose, excerpt, hint_decision, scanned_tail
+from policy.output import scanned_tail
+from policy.signatures import Diagnosis, diagnose, excerpt, hint_decision
 
 MB = 1024 * 1024
 MODULE_POLICY = """
@@ -450,20 +452,20 @@ def test_the_set_prefilter_agrees_with_searching_each_pattern(
 def test_without_an_re2_set_each_pattern_is_searched(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, two_signatures: CompiledPolicy
 ) -> None:
-    monkeypatch.setattr(signatures, "SET_MAX_MEMORY", 1)  # too small to build the set
+    monkeypatch.setattr(output, "SET_MAX_MEMORY", 1)  # too small to build the set
     fresh = make_policy(tmp_path, MODULE_POLICY)
-    assert signatures._signature_index(fresh)._set is None
+    assert output.output_reader(fresh)._set is None
     assert diagnose(fresh, bash(), failed("No module named 'yaml'")).captures == {"m": "yaml"}
 
 
 def test_a_freed_policy_leaves_nothing_behind(tmp_path: Path) -> None:
-    before = len(signatures._INDEXES)
+    before = len(output.output_reader), len(signatures._capture_groups)
     for _ in range(20):
         policy = make_policy(tmp_path, 'signature A { match /x/; hint h }\nhint h "x"\n')
         diagnose(policy, bash(), failed("x"))
         del policy
     gc.collect()
-    assert len(signatures._INDEXES) == before
+    assert (len(output.output_reader), len(signatures._capture_groups)) == before
 
 
 def test_concurrent_first_use_gives_the_same_answers(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from policy import ast
 from policy.compiled import WRITING_ROLES, GateRule, Normalizer, SignatureRule, ToolSpec, Validator
 from policy.compiler.context import Context, first_value, names, word
 from policy.decision import RuleRef
-from policy.patterns import check_glob, check_replacement, compile_regex
+from policy.patterns import check_glob, check_replacement, compile_regex, replacement_template
 from policy.reader import Declaration
 from policy.report import did_you_mean, join_help, quoted_list
 from policy.schema import GATE, SIGNATURE
@@ -158,5 +158,6 @@ def compile_normalizers(ctx: Context) -> tuple[Normalizer, ...]:
         assert isinstance(regex, ast.Regex) and isinstance(replacement, ast.String)
         pattern = compile_regex(regex, ctx.report)
         if pattern is not None and check_replacement(pattern, replacement, ctx.report):
-            normalizers.append(Normalizer(pattern=pattern, replacement=replacement.value))
+            template = replacement_template(pattern, replacement.value)
+            normalizers.append(Normalizer(pattern=pattern, replacement=replacement.value, template=template))
     return tuple(normalizers)

@@ -36,7 +36,12 @@ class FileEffect:
 
 def file_effect(spec: ToolSpec, args: Mapping[str, Any], read_file: ReadFile) -> FileEffect | None:
     """The effect of a ``writes``/``edits``/``multiedits`` tool's call; None for other tools or a call
-    that cannot be understood (or, for an edit, whose old text is absent or whose file is missing)."""
+    that cannot be understood (or, for an edit, whose old text is absent or whose file is missing).
+
+    An edit whose first old text is empty creates a missing (or empty) file with its new
+    text, as Claude Code's ``Edit`` and ``MultiEdit`` do; on a file with content, tools
+    disagree about what an empty old text means, so that call is left to the tool.
+    """
     path = _path(spec.arg("path", args))
     if path is None:
         return None
@@ -67,7 +72,7 @@ def _replacement(item: Mapping[str, Any], names: Mapping[str, str]) -> Replaceme
     """``(old, new, all)`` from the arguments (or one item of a multi-edit) named by the role fields."""
     old, new = item.get(names.get("old", "")), item.get(names.get("new", ""))
     every = _flag(item.get(names.get("all", "")))
-    if not isinstance(old, str) or not old or not isinstance(new, str) or every is None:
+    if not isinstance(old, str) or not isinstance(new, str) or every is None:
         return None
     return old, new, every
 
@@ -93,10 +98,16 @@ def _apply(path: str, edits: list[Replacement], read_file: ReadFile) -> FileEffe
     if not edits:
         return None
     before = _read(read_file, path)
-    if before is None:
+    creates = edits[0][0] == ""
+    if (before is None and not creates) or (creates and before):
         return None
-    after = before
-    for old, new, every in edits:
+    after = before or ""
+    for index, (old, new, every) in enumerate(edits):
+        if not old:
+            if index:  # only the first edit can create the file
+                return None
+            after = new
+            continue
         spliced = splice(after, old, new, every)
         if spliced is None:
             return None

@@ -13,7 +13,7 @@ from policy.events import ToolCall
 from policy.gates.effects import FileEffect, ReadFile, file_effect
 from policy.gates.problems import Problem, snippet
 from policy.gates.validators import validate
-from policy.variables import common_variables
+from policy.variables import HintVariables
 
 
 def matching_gate(gates: Sequence[GateRule], path: str) -> GateRule | None:
@@ -78,7 +78,7 @@ def _block(
         "validator": validator_name(gate),
         "output": problem.output,
     }
-    variables = common_variables(policy, gate.ref, "block", call) | facts
+    variables = HintVariables(policy.name, gate.ref, "block", call, facts)
     hint = gate.hint.render(variables) if gate.hint is not None else default_hint(facts)
     return Decision(action="block", rule=gate.ref, hint=hint, call_id=call.id, metadata=facts)
 

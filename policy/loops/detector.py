@@ -20,14 +20,16 @@ from typing import Any
 from policy.compiled import CompiledPolicy
 from policy.decision import ALLOW, SEVERITY, Decision
 from policy.events import ToolCall, ToolResult
+from policy.fingerprint import fingerprint
 from policy.loops.finding import Finding
 from policy.loops.frequency import FrequencyLayer
-from policy.loops.keys import CallKeys, ResultKeys, fingerprint
+from policy.loops.keys import CallKeys
 from policy.loops.oscillation import OscillationLayer
 from policy.loops.repeat import RepeatLayer
-from policy.loops.state import ScopeState
+from policy.loops.state import MAX_OPEN_CALLS, ScopeState
 from policy.loops.streak import ErrorKey, ErrorStreakLayer
-from policy.variables import common_variables
+from policy.output import Output, output_reader
+from policy.variables import HintVariables
 
 log = logging.getLogger("policy.loops")
 
@@ -38,11 +40,11 @@ class LoopDetector:
     def __init__(self, policy: CompiledPolicy) -> None:
         self.policy = policy
         self.keys = CallKeys(policy)
-        self.results = ResultKeys(policy)
+        self._outputs = output_reader(policy)
         repeat, frequency, streak, oscillation = (
             policy.repeat, policy.frequency, policy.error_streak, policy.oscillation
         )
-        self._repeat = RepeatLayer(repeat, self.keys) if repeat else None
+        self._repeat = RepeatLayer(repeat) if repeat else None
         self._frequency = FrequencyLayer(frequency) if frequency else None
         self._streak = ErrorStreakLayer(streak, policy.signatures) if streak else None
         self._oscillation = OscillationLayer(oscillation) if oscillation else None
@@ -51,7 +53,9 @@ class LoopDetector:
         """``repeat`` and ``frequency`` over one batch of calls."""
         if not calls:
             return ALLOW
-        selected = self._repeat.on_turn(state.repeat, calls) if self._repeat else None
+        keys = [self.keys.call_key(call) for call in calls]
+        _remember_keys(state.open_calls, calls, keys)
+        selected = self._repeat.on_turn(state.repeat, calls, keys) if self._repeat else None
         if selected is not None and selected.action == "stop":
             return self._decide(selected)
         if self._frequency is not None:
@@ -76,18 +80,26 @@ class LoopDetector:
         failed: bool,
         error_key: ErrorKey | None,
         state_changed: bool,
+        output: Output | None = None,
     ) -> Decision:
-        """Progress bookkeeping for ``repeat``, then ``error_streak`` and ``oscillation``."""
-        call_key = fingerprint(self.keys.call_key(call))
-        result_key = self.results.fingerprint(result.content)
+        """Progress bookkeeping for ``repeat``, then ``error_streak`` and ``oscillation``.
+
+        ``output`` is the result's content as ``policy.output`` read it (read here when None).
+        """
+        if output is None:
+            output = self._outputs.read(result.content)
+        key_text = state.open_calls.pop(call.id, None) or self.keys.call_key(call)
+        call_key = fingerprint(key_text)
+        result_key = self._outputs.fingerprint(output)
         if self._repeat is not None:
-            self._repeat.on_result(state.repeat, call.id, call_key, result_key, result.content, state_changed)
+            self._repeat.on_result(state.repeat, call.id, call_key, result_key, output.text, state_changed)
         selected: Finding | None = None
         if self._streak is not None:
             key = error_key if error_key else ("text", result_key.hex())
             selected = self._streak.on_result(state.streak, call, result, failed, key)
         if self._oscillation is not None:
-            cycle = self._oscillation.on_result(state.oscillation, call, call_key, result_key, state_changed)
+            cycle = self._oscillation.on_result(state.oscillation, call, call_key, key_text, result_key,
+                                                state_changed)
             if cycle is not None and (selected is None or SEVERITY[cycle.action] > SEVERITY[selected.action]):
                 selected = cycle
         return ALLOW if selected is None else self._decide(selected)
@@ -96,9 +108,8 @@ class LoopDetector:
         """Mark, log and render the selected finding."""
         if finding.mark is not None:
             finding.mark()
-        log.warning("loop %s %s on call %s: %s", finding.ref.name, finding.action, finding.call.id, finding)
-        variables = common_variables(self.policy, finding.ref, finding.action, finding.call)
-        variables.update(finding.facts)
+        log.info("loop %s %s on call %s: %s", finding.ref.name, finding.action, finding.call.id, finding)
+        variables = HintVariables(self.policy.name, finding.ref, finding.action, finding.call, finding.facts)
         if finding.hint is not None:
             hint = finding.hint.render(variables)
         else:
@@ -107,3 +118,11 @@ class LoopDetector:
                                     **finding.metadata}
         return Decision(action=finding.action, rule=finding.ref, hint=hint, call_id=finding.call.id,
                         metadata=metadata)
+
+
+def _remember_keys(open_calls: dict[str, str], calls: Sequence[ToolCall], keys: list[str]) -> None:
+    """Keep each call's key until its result arrives (a result that never comes ages out)."""
+    for call, key in zip(calls, keys, strict=True):
+        open_calls[call.id] = key
+    while len(open_calls) > MAX_OPEN_CALLS:
+        del open_calls[next(iter(open_calls))]

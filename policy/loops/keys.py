@@ -8,22 +8,19 @@ order-normalised, and stays part of the key whatever ``key`` says.  A long
 key is replaced by a hash.  A batch's key is the sorted multiset of its
 calls' keys.
 
-Fingerprints (8-byte BLAKE2b digests, never all zero) are what the loop
-state stores: they are identical in every process, so state can live in Redis.
+The loop state stores their fingerprints (``policy.fingerprint``).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import re2
-
-from policy.compiled import CompiledPolicy, Pattern, ToolSpec
+from policy.compiled import CompiledPolicy, ToolSpec
 from policy.events import ToolCall
+from policy.jsontext import compact
 
 READ_BUCKET_LINES = 200
 """Reads whose line ranges fall in the same 200-line buckets are the same read."""
@@ -33,61 +30,6 @@ MAX_KEY_LENGTH = 256
 
 _UNDECLARED = "\0"
 """A tool name no policy can declare: its spec is the policy's default for undeclared tools."""
-_ZERO = bytes(8)
-_ONE = (1).to_bytes(8, "big")
-_encode_json = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode
-
-
-def fingerprint(text: str) -> bytes:
-    """A stable 8-byte fingerprint of ``text`` (the same in every process; never all zero bytes,
-    which mark a discarded entry)."""
-    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
-    return digest if digest != _ZERO else _ONE
-
-
-class ResultKeys:
-    """Fingerprints of tool outputs after the policy's ``normalize`` rules, prepared once per policy.
-
-    Only the first and last ``scan_limit / 2`` characters of a longer output
-    are compared, so a huge output costs no more than a ``scan_limit`` one.
-    One pass of an RE2 set finds the first rule that matches; the rules
-    before it are skipped (most outputs match none, and skip them all),
-    which gives exactly ``CompiledPolicy.normalize``'s text.
-    """
-
-    def __init__(self, policy: CompiledPolicy) -> None:
-        self._normalizers = policy.normalizers
-        self._limit = max(policy.scan_limit, 2)
-        self._set = _pattern_set([rule.pattern for rule in policy.normalizers])
-
-    def fingerprint(self, text: str) -> bytes:
-        if len(text) > self._limit:
-            half = self._limit // 2
-            text = text[:half] + "\n…\n" + text[-half:]
-        for rule in self._normalizers[self._first_match(text) :]:
-            text = rule.pattern.regex.sub(rule.replacement, text)
-        return fingerprint(text)
-
-    def _first_match(self, text: str) -> int:
-        if self._set is None:
-            return 0
-        hits = self._set.Match(text)
-        return min(hits) if hits else len(self._normalizers)
-
-
-def _pattern_set(patterns: Sequence[Pattern]) -> Any:
-    """An RE2 set of the patterns (one pass tells which match), or None when there are none
-    or RE2 cannot build one."""
-    if not patterns:
-        return None
-    pattern_set = re2.Set.SearchSet(re2.Options())
-    try:
-        for pattern in patterns:
-            pattern_set.Add(f"(?{pattern.flags}){pattern.source}" if pattern.flags else pattern.source)
-        pattern_set.Compile()
-    except re2.error:
-        return None
-    return pattern_set
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,26 +77,21 @@ class CallKeys:
     def call_key(self, call: ToolCall) -> str:
         return self._recipes.get(call.name, self._default).key(call)
 
-    def batch_key(self, calls: Sequence[ToolCall]) -> str:
-        if len(calls) == 1:
-            return self.call_key(calls[0])
-        return "\n".join(sorted(self.call_key(call) for call in calls))
-
 
 def call_key(policy: CompiledPolicy, call: ToolCall) -> str:
     """The stable key of one call (see the module docstring)."""
     return KeyRecipe.for_tool(policy.tool(call.name)).key(call)
 
 
-def batch_key(policy: CompiledPolicy, calls: Sequence[ToolCall]) -> str:
-    """The sorted multiset of the calls' keys, one per line."""
-    return "\n".join(sorted(call_key(policy, call) for call in calls))
+def batch_key(call_keys: Sequence[str]) -> str:
+    """A batch's key from its calls' keys: their sorted multiset, one per line."""
+    return call_keys[0] if len(call_keys) == 1 else "\n".join(sorted(call_keys))
 
 
 def stable_json(value: Any) -> str:
     """Compact JSON with sorted keys; a value JSON cannot sort or encode still gets a deterministic text."""
     try:
-        return _encode_json(value)
+        return compact(value)
     except (TypeError, ValueError, RecursionError):
         # Keys of mixed types, or a self-referencing value.
         if isinstance(value, Mapping):

@@ -15,8 +15,8 @@ from typing import Any
 
 from policy.compiled import OscillationRule
 from policy.events import ToolCall
+from policy.fingerprint import digest, fingerprint
 from policy.loops.finding import Finding
-from policy.loops.keys import fingerprint
 from policy.loops.state import DIGEST, OscillationState
 from policy.variables import call_summary
 
@@ -30,18 +30,25 @@ class OscillationLayer:
         self._width = rule.max_period * rule.repeats * DIGEST
 
     def on_result(
-        self, state: OscillationState, call: ToolCall, call_key: bytes, result: bytes, state_changed: bool
+        self,
+        state: OscillationState,
+        call: ToolCall,
+        call_key: bytes,
+        key_text: str,
+        result: bytes,
+        state_changed: bool,
     ) -> Finding | None:
-        """Append the call's item; a cycle found and not yet reported, or None."""
+        """Append the call's item (``call_key``: the fingerprint of its key ``key_text``);
+        a cycle found and not yet reported, or None."""
         rule = self.rule
         if rule.no_progress and state_changed:
             state.items, state.keys, state.calls, state.warned = b"", b"", [], b""
             return None
-        item = fingerprint(f"{call_key.hex()}:{result.hex()}") if rule.no_progress else call_key
+        item = digest(call_key + result) if rule.no_progress else call_key
         state.items = (state.items + item)[-self._width :]
         state.keys = (state.keys + call_key)[-self._width :]
         kept = state.calls[max(len(state.calls) + 1 - rule.max_period, 0) :]
-        state.calls = [*kept, call_summary(call, CYCLE_CALL_LENGTH)]
+        state.calls = [*kept, _step(call, key_text)]
 
         for period in range(rule.min_period, rule.max_period + 1):
             span = period * rule.repeats * DIGEST
@@ -68,6 +75,14 @@ class OscillationLayer:
                           metadata={"no_progress": rule.no_progress})
         finding.mark = lambda: setattr(state, "warned", cycle)
         return finding
+
+
+def _step(call: ToolCall, key_text: str) -> str:
+    """A call as a cycle shows it: its key (only the arguments that make it this call),
+    or, when the key is a hash, the call itself."""
+    if key_text.startswith("#", len(call.name) + 1):
+        return call_summary(call, CYCLE_CALL_LENGTH)
+    return key_text if len(key_text) <= CYCLE_CALL_LENGTH else key_text[: CYCLE_CALL_LENGTH - 1] + "…"
 
 
 def _repeats_with_period(items: bytes, period: int) -> bool:

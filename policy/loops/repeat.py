@@ -17,8 +17,9 @@ from typing import Any
 from policy.compiled import RepeatRule
 from policy.decision import Action
 from policy.events import ToolCall
+from policy.fingerprint import fingerprint
 from policy.loops.finding import Finding, excerpt
-from policy.loops.keys import CallKeys, fingerprint
+from policy.loops.keys import batch_key
 from policy.loops.state import DIGEST, EXCERPTS, TOMBSTONE, RepeatState
 from policy.variables import call_summary
 
@@ -26,14 +27,15 @@ _MASK = (1 << (8 * DIGEST)) - 1
 
 
 class RepeatLayer:
-    def __init__(self, rule: RepeatRule, keys: CallKeys) -> None:
+    def __init__(self, rule: RepeatRule) -> None:
         self.rule = rule
-        self._keys = keys
         self._width = rule.window * DIGEST
 
-    def on_turn(self, state: RepeatState, calls: Sequence[ToolCall]) -> Finding | None:
-        """Count the batch; a stop, an unmarked warning candidate, or None."""
-        key = fingerprint(self._keys.batch_key(calls))
+    def on_turn(
+        self, state: RepeatState, calls: Sequence[ToolCall], call_keys: Sequence[str]
+    ) -> Finding | None:
+        """Count the batch (its calls and their keys); a stop, an unmarked warning candidate, or None."""
+        key = fingerprint(batch_key(call_keys))
         state.turns += 1
         keys = state.keys + key
         results = state.results + TOMBSTONE
@@ -95,14 +97,12 @@ class RepeatLayer:
         self, action: Action, state: RepeatState, key: bytes, calls: Sequence[ToolCall], count: int
     ) -> Finding:
         rule = self.rule
-        known = _known_results(state, key)
-        same_result = len(known) >= 2 and len(set(known)) == 1
         facts: dict[str, Any] = {
             "count": count,
             "warn": rule.warn,
             "stop": rule.stop,
             "window": rule.window,
-            "same_result": same_result,
+            "same_result": _same_result(state, key),
             "result_excerpt": _excerpt_of(state, key),
         }
         metadata = {"until_progress": rule.until_progress, "batch_size": len(calls)}
@@ -129,8 +129,11 @@ def _keep_excerpt(state: RepeatState, key: bytes, text: str) -> None:
 
 
 def _excerpt_of(state: RepeatState, key: bytes) -> str:
-    offsets = _aligned(state.excerpt_keys, key, len(state.excerpt_keys))
-    return state.excerpts[offsets[0] // DIGEST] if offsets else ""
+    keys = state.excerpt_keys
+    for index, text in enumerate(state.excerpts):
+        if keys[index * DIGEST : (index + 1) * DIGEST] == key:
+            return text
+    return ""
 
 
 def _aligned(keys: bytes, key: bytes, end: int) -> list[int]:
@@ -138,19 +141,28 @@ def _aligned(keys: bytes, key: bytes, end: int) -> list[int]:
     offsets = []
     offset = keys.find(key, 0, end)
     while offset >= 0:
-        if offset % DIGEST == 0:
+        if offset % DIGEST:  # straddles two entries
+            offset = keys.find(key, offset + 1, end)
+        else:
             offsets.append(offset)
-        offset = keys.find(key, offset + 1, end)
+            offset = keys.find(key, offset + DIGEST, end)
     return offsets
 
 
-def _known_results(state: RepeatState, key: bytes) -> list[bytes]:
+def _same_result(state: RepeatState, key: bytes) -> bool:
+    """Did the batch's known results in the window, at least two, all come out the same?"""
     results = state.results
-    return [
-        result
-        for offset in _aligned(state.keys, key, len(state.keys))
-        if (result := results[offset : offset + DIGEST]) != TOMBSTONE
-    ]
+    first, known = None, 0
+    for offset in _aligned(state.keys, key, len(state.keys)):
+        result = results[offset : offset + DIGEST]
+        if result == TOMBSTONE:
+            continue
+        if first is None:
+            first = result
+        elif result != first:
+            return False
+        known += 1
+    return known >= 2
 
 
 def _previous_result(state: RepeatState, key: bytes, end: int) -> bytes | None:

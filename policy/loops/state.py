@@ -22,7 +22,10 @@ EXCERPTS = 3
 TOMBSTONE = bytes(DIGEST)
 """A repeat entry that no longer counts (progress was made since)."""
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+MAX_OPEN_CALLS = 64
+"""Calls awaiting their results that a scope keeps anything for (keys, pending decisions); the
+oldest go first."""
 
 _T = TypeVar("_T")
 
@@ -85,6 +88,8 @@ class ScopeState:
     frequency: FrequencyState = field(default_factory=FrequencyState)
     streak: StreakState = field(default_factory=StreakState)
     oscillation: OscillationState = field(default_factory=OscillationState)
+    open_calls: dict[str, str] = field(default_factory=dict)
+    """Call id → its key, from its turn until its result arrives (at most ``MAX_OPEN_CALLS``)."""
     pending: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Call id → decisions waiting for that call's result (owned by the guard; JSON values only)."""
 
@@ -107,6 +112,7 @@ class ScopeState:
                 "streak": {"key": s.key.hex(), "count": s.count, "warned": s.warned},
                 "oscillation": {"items": o.items.hex(), "keys": o.keys.hex(), "calls": o.calls,
                                 "warned": o.warned.hex()},
+                "open_calls": self.open_calls,
                 "pending": self.pending,
             },
             ensure_ascii=False,
@@ -150,6 +156,7 @@ class ScopeState:
                 calls=[_str(item, "oscillation.calls") for item in o.get("calls", list)],
                 warned=o.digests("warned"),
             ),
+            open_calls={str(k): _str(v, "open_calls") for k, v in root.get("open_calls", dict).items()},
             pending={str(k): v for k, v in root.get("pending", dict).items() if isinstance(v, dict)},
         )
         repeat, oscillation = state.repeat, state.oscillation

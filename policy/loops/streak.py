@@ -14,8 +14,9 @@ from typing import Any
 from policy.compiled import ErrorStreakRule, SignatureRule
 from policy.decision import Action
 from policy.events import ToolCall, ToolResult
+from policy.fingerprint import fingerprint
 from policy.loops.finding import Finding, tail_excerpt
-from policy.loops.keys import fingerprint, stable_json
+from policy.loops.keys import stable_json
 from policy.loops.state import StreakState
 
 ErrorKey = tuple[Any, ...]
@@ -34,7 +35,7 @@ class ErrorStreakLayer:
             state.key, state.count, state.warned = b"", 0, False
             return None
         compared = error_key if self.rule.same_captures else error_key[:1]
-        key = fingerprint(stable_json(compared))
+        key = fingerprint(_text(compared))
         if key == state.key:
             state.count += 1
         else:
@@ -71,6 +72,13 @@ class ErrorStreakLayer:
             return {str(name): str(value) for name, value in error_key[1].items()}
         names = self._capture_names.get(error_key[0], ()) if error_key else ()
         return {name: str(value) for name, value in zip(names, error_key[1:], strict=False) if value}
+
+
+def _text(error_key: ErrorKey) -> str:
+    """An error key as one text: its strings joined, or, when it holds other values, its JSON."""
+    if all(type(part) is str for part in error_key):
+        return "\x1f".join(error_key)
+    return stable_json(error_key)
 
 
 def _describe(finding: Finding) -> str:
