@@ -158,16 +158,16 @@ class HintTemplate:
 
     @cached_property
     def _globals(self) -> dict[str, Any]:
-        """The template's globals (``range``, ``dict``…) that it reads."""
-        return {name: value for name, value in self.template.globals.items() if name in self.variables}
+        """The template's globals (``range``, ``dict``…), found once."""
+        return dict(self.template.globals)
 
     def render(self, variables: Mapping[str, Any]) -> str:
         """Render; a failure is logged and replaced by a plain one-line hint.
 
         Only the variables the template reads are taken from ``variables`` (a
-        ``policy.variables.HintVariables`` computes no others), and only the
-        globals it reads, found once: ``Template.render`` copies every global
-        and variable on every render.
+        ``policy.variables.HintVariables`` computes no others), and the globals
+        are found once: ``Template.render`` merges every global and variable on
+        every render.
         """
         try:
             template = self.template

@@ -14,7 +14,8 @@ output longer than the tail, its normalised first ``HEAD_CHARS`` characters.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from dataclasses import dataclass, field
+from typing import Any
 
 import re2
 
@@ -32,7 +33,8 @@ _CONTINUATION_BYTES = bytes(range(0x80, 0xC0))
 _GAP = "\n…\n".encode()
 
 
-class Output(NamedTuple):
+@dataclass(slots=True)
+class Output:
     """One tool output as the guard reads it."""
 
     text: str
@@ -45,6 +47,8 @@ class Output(NamedTuple):
     """Indexes in ``policy.signatures`` of the signatures whose pattern matches the tail."""
     normalize_from: int
     """Index of the first ``normalize`` rule that matches the tail (their count when none does)."""
+    normalized_tail: bytes | None = field(default=None, repr=False, compare=False)
+    """The tail after the ``normalize`` rules, once ``OutputReader.normalized`` worked it out."""
 
 
 class OutputReader:
@@ -74,9 +78,15 @@ class OutputReader:
             normalize_from=min((hit - count for hit in hits if hit >= count), default=len(self._normalizers)),
         )
 
+    def normalized(self, output: Output) -> bytes:
+        """The tail after the ``normalize`` rules (worked out once per output)."""
+        if output.normalized_tail is None:
+            output.normalized_tail = self._normalized(output.tail, output.normalize_from)
+        return output.normalized_tail
+
     def fingerprint(self, output: Output) -> bytes:
         """An 8-byte fingerprint of the output after the ``normalize`` rules (never all zero bytes)."""
-        data = self._normalized(output.tail, output.normalize_from)
+        data = self.normalized(output)
         if output.truncated:
             head = self._normalized(output.text[:HEAD_CHARS].encode("utf-8", "surrogatepass"), 0)
             data = head + _GAP + data
@@ -127,7 +137,6 @@ def last_bytes(data: bytes, limit: int) -> bytes:
         return tail
     newline = tail.find(b"\n")
     return tail[newline + 1 :] if 0 <= newline < len(tail) - 1 else tail.lstrip(_CONTINUATION_BYTES)
-
 
 
 def _crlf_as_lf(data: bytes) -> bytes:

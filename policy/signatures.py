@@ -14,7 +14,7 @@ from policy.compiled import CompiledPolicy, SignatureRule
 from policy.decision import Decision
 from policy.events import ToolCall, ToolResult
 from policy.hints import COMMON_VARIABLES, truncate_middle
-from policy.output import Output, decode, last_bytes, read_output
+from policy.output import Output, decode, last_bytes, output_reader
 from policy.prepared import per_policy
 from policy.variables import HintVariables
 
@@ -69,7 +69,7 @@ def diagnose(
     """Diagnose one tool result: failed or not, and the signature it shows.  ``output`` is
     the result's content as ``policy.output.read_output`` read it (read here when None)."""
     if output is None:
-        output = read_output(policy, result.content)
+        output = output_reader(policy).read(result.content)
     tail = output.tail
     failed = _is_failed(policy, call, result, output)
     signatures = policy.signatures
@@ -93,7 +93,7 @@ def diagnose(
             tail=tail,
             span=match.span(),
         )
-    return Diagnosis(failed=failed, key=("text", _error_text(policy, tail)) if failed else (), tail=tail)
+    return Diagnosis(failed=failed, key=("text", _error_text(policy, output)) if failed else (), tail=tail)
 
 
 def hint_decision(
@@ -169,10 +169,10 @@ def _is_failed(policy: CompiledPolicy, call: ToolCall, result: ToolResult, outpu
     return fails_when is not None and fails_when.regex.search(output.tail) is not None
 
 
-def _error_text(policy: CompiledPolicy, tail: bytes) -> str:
-    """The normalised last lines of an output: what makes two failures the same
+def _error_text(policy: CompiledPolicy, output: Output) -> str:
+    """The last lines of the normalised output: what makes two failures the same
     when no signature names them."""
-    return policy.normalize(decode(last_bytes(tail, ERROR_TEXT_LIMIT))).strip()
+    return decode(last_bytes(output_reader(policy).normalized(output), ERROR_TEXT_LIMIT)).strip()
 
 
 def _applies(rule: SignatureRule, failed: bool, tool: str) -> bool:

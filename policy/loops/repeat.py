@@ -87,11 +87,14 @@ class RepeatLayer:
         start = position * DIGEST
         key = state.keys[start : start + DIGEST]
         state.results = state.results[:start] + digest + state.results[start + DIGEST :]
-        _keep_excerpt(state, key, text)
-        if self.rule.until_progress and key != TOMBSTONE:
+        if key == TOMBSTONE:  # progress was made since: this occurrence no longer counts
+            return
+        if self.rule.until_progress:
             previous = _previous_result(state, key, start)
             if previous is not None and previous != digest:
                 _restart(state, key, start)
+        if state.keys.count(key) + 1 >= self.rule.warn:  # made once more, the batch would warn
+            _keep_excerpt(state, key, text)
 
     def _finding(
         self, action: Action, state: RepeatState, key: bytes, calls: Sequence[ToolCall], count: int

@@ -18,7 +18,8 @@ from typing import Any, TypeVar
 DIGEST = 8
 """Bytes per fingerprint."""
 EXCERPTS = 3
-"""Result excerpts kept per scope, for the most recently completed distinct batches."""
+"""Result excerpts kept per scope, for the most recently completed distinct batches that would
+warn if made once more (only their hints show an excerpt)."""
 TOMBSTONE = bytes(DIGEST)
 """A repeat entry that no longer counts (progress was made since)."""
 
@@ -45,7 +46,8 @@ class RepeatState:
     partial: dict[int, int] = field(default_factory=dict)
     """Turn number → its calls' results combined so far (turns of several calls)."""
     excerpt_keys: bytes = b""
-    """The batches of the last few completed results, newest first (``EXCERPTS`` at most)."""
+    """The batches of the last few completed results that would warn if made once more, newest
+    first (``EXCERPTS`` at most)."""
     excerpts: list[str] = field(default_factory=list)
     """Their results, shortened."""
 
