@@ -130,10 +130,15 @@ class Normalizer:
         pieces: list[bytes] = []
         end = 0
         template = self.template
+        literals = [part for part in template if isinstance(part, bytes)]
+        constant = b"".join(literals) if len(literals) == len(template) else None
         for match in self.pattern.regex.finditer(data):
             start, stop = match.span()
             pieces.append(data[end:start])
-            pieces += [part if isinstance(part, bytes) else match.group(part) or b"" for part in template]
+            if constant is not None:
+                pieces.append(constant)
+            else:
+                pieces += [part if isinstance(part, bytes) else match.group(part) or b"" for part in template]
             end = stop
         if not pieces:
             return data

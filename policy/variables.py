@@ -26,13 +26,13 @@ class HintVariables(dict[str, Any]):
     """The variables of one hint: ``policy.hints.COMMON_VARIABLES`` for one rule firing on
     one call, plus the rule's own ``values``, which win over the common ones.
 
-    A common variable, or one of the ``lazy`` ones (a function each), is computed
-    when first read and then kept, so a template pays only for the variables it
-    shows.  ``in`` and ``get`` see every variable; iterating shows those
-    computed so far.
+    The common variables that cost something to make (``rule``, ``args``, ``call``)
+    and the ``lazy`` ones (a function each) are computed when first read and then
+    kept, so a template pays only for the variables it shows.  ``in`` and ``get``
+    see every variable; iterating shows those made so far.
     """
 
-    __slots__ = ("_action", "_call", "_lazy", "_policy", "_rule")
+    __slots__ = ("_call", "_lazy", "_rule")
 
     def __init__(
         self,
@@ -43,10 +43,11 @@ class HintVariables(dict[str, Any]):
         values: Mapping[str, Any] | None = None,
         lazy: Mapping[str, Callable[[], Any]] | None = None,
     ) -> None:
-        super().__init__(values or ())
-        self._policy = policy
+        super().__init__(rule_kind=rule.kind, rule_name=rule.name, action=action, tool=call.name,
+                         call_id=call.id, policy=policy)
+        if values:
+            self.update(values)
         self._rule = rule
-        self._action = action
         self._call = call
         self._lazy = lazy or {}
 
@@ -54,15 +55,19 @@ class HintVariables(dict[str, Any]):
         compute = self._lazy.get(name)
         if compute is not None:
             value = compute()
-        elif name in _COMMON:
-            value = _COMMON[name](self._policy, self._rule, self._action, self._call)
+        elif name == "rule":
+            value = str(self._rule)
+        elif name == "args":
+            value = dict(self._call.args)
+        elif name == "call":
+            value = call_summary(self._call)
         else:
             raise KeyError(name)
         self[name] = value
         return value
 
     def __contains__(self, name: object) -> bool:
-        return dict.__contains__(self, name) or name in self._lazy or name in _COMMON
+        return dict.__contains__(self, name) or name in self._lazy or name in _ON_FIRST_READ
 
     def get(self, name: str, default: Any = None) -> Any:
         try:
@@ -71,15 +76,5 @@ class HintVariables(dict[str, Any]):
             return default
 
 
-_COMMON: dict[str, Callable[[str, RuleRef, Action, ToolCall], Any]] = {
-    "rule": lambda policy, rule, action, call: str(rule),
-    "rule_kind": lambda policy, rule, action, call: rule.kind,
-    "rule_name": lambda policy, rule, action, call: rule.name,
-    "action": lambda policy, rule, action, call: action,
-    "tool": lambda policy, rule, action, call: call.name,
-    "args": lambda policy, rule, action, call: dict(call.args),
-    "call": lambda policy, rule, action, call: call_summary(call),
-    "call_id": lambda policy, rule, action, call: call.id,
-    "policy": lambda policy, rule, action, call: policy,
-}
-"""How each common variable is computed (``COMMON_VARIABLES`` names them; a test checks both agree)."""
+_ON_FIRST_READ = frozenset({"rule", "args", "call"})
+"""The common variables ``HintVariables`` makes only when a template reads them."""
