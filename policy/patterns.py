@@ -8,7 +8,6 @@ pattern (E201) by asking Python's ``re`` whether it would have compiled.
 
 from __future__ import annotations
 
-import codecs
 import re
 import warnings
 
@@ -127,7 +126,8 @@ def check_replacement(pattern: Pattern, node: ast.String, report: Report) -> boo
     """A ``normalize`` replacement may refer only to groups the pattern has (``\\1``, ``\\g<name>``).
 
     Read as RE2's Python binding reads it: a backslash starts a three-digit
-    octal escape, a group reference, or a two-character escape.
+    octal escape, a group reference, or a two-character escape; any other
+    character stands for itself.
     """
     text = node.value
     literal: list[str] = []
@@ -145,17 +145,8 @@ def check_replacement(pattern: Pattern, node: ast.String, report: Report) -> boo
             return False
         position = reference.end()
     literal.append(text[position:])
-    plain = "".join(literal)
-    if not plain.isascii():
-        report.add(
-            "E107",
-            "a replacement can only hold ASCII text",
-            node.span,
-            'write other characters as escapes, e.g. "\\\\u2026" for …',
-        )
-        return False
     try:
-        codecs.unicode_escape_decode(plain)
+        _unescaped("".join(literal))
     except UnicodeDecodeError as err:
         report.add(
             "E107",
@@ -185,7 +176,10 @@ def replacement_template(pattern: Pattern, text: str) -> tuple[bytes | int, ...]
 
 
 def _unescaped(literal: str) -> bytes:
-    return codecs.unicode_escape_decode(literal)[0].encode("utf-8", "surrogatepass")
+    """Literal replacement text with its escapes (``\\t``, ``\\u2026``…) decoded, as UTF-8;
+    any other character stands for itself."""
+    decoded = literal.encode("latin-1", "backslashreplace").decode("unicode_escape")
+    return decoded.encode("utf-8", "surrogatepass")
 
 
 def _group_number(pattern: Pattern, reference: re.Match[str]) -> int:

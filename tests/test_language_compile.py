@@ -87,7 +87,6 @@ def test_valid_globs_pass(tmp_path: Path) -> None:
     [
         (r"\\2", "refers to group 2, but the pattern has 1 group"),
         (r"\\g<nope>", "refers to group `nope`"),
-        ("…", "ASCII"),
         (r"\\x", "invalid escape"),
     ],
 )
@@ -95,6 +94,12 @@ def test_bad_normalize_replacements(tmp_path: Path, replacement: str, fragment: 
     diagnostic = only(tmp_path, f'normalize /(?P<n>\\d+)/ "{replacement}"\n')
     assert diagnostic.code == "E107"
     assert fragment in diagnostic.message
+
+
+def test_a_replacement_may_hold_any_text(tmp_path: Path) -> None:
+    text = 'normalize /\\d+(\\.\\d+)?s/ "<durée …>"\nnormalize /日付:\\S+/ "日付:\\u2026"\n'
+    policy = compiled(tmp_path, text)
+    assert policy.normalize("fini en 0.5s, 日付:2024") == "fini en <durée …>, 日付:…"
 
 
 def test_normalizers_apply_with_group_references(tmp_path: Path) -> None:
