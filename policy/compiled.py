@@ -57,7 +57,12 @@ class Pattern:
     """Named capture groups, in pattern order."""
 
     def search(self, text: str) -> Any:
-        return self.regex.search(text)
+        """The first match in ``text``; a lone surrogate (which RE2 cannot read, and a model's
+        JSON can hold) is read as ``?``."""
+        try:
+            return self.regex.search(text)
+        except UnicodeEncodeError:
+            return self.regex.search(text.encode("utf-8", "replace").decode("utf-8"))
 
 
 @dataclass(frozen=True)

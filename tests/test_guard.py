@@ -170,6 +170,17 @@ def test_calls_whose_results_never_come_leave_bounded_state(default: CompiledPol
     assert guard.on_result(last, ToolResult("ok"), scope).action == "allow"
 
 
+def test_text_with_lone_surrogates_is_guarded_without_a_fault(default: CompiledPolicy) -> None:
+    guard, scope = Guard(default, read_file=lambda path: None), Scope("t", "r")
+    results = [("wrote \udc80", "success"), ("No module named 'x\udc80'", "error")]
+    for n, (output, status) in enumerate(results):
+        call = ToolCall(id=f"c{n}", name="bash", args={"command": "echo \ud800 > out.txt"})  # JSON "\ud800"
+        decisions = [guard.on_turn([call], scope), guard.on_call(call, scope),
+                     guard.on_result(call, ToolResult(output, status), scope)]  # type: ignore[arg-type]
+        assert all("internal_error" not in decision.metadata for decision in decisions)
+    assert decisions[-1].signature == "MODULE_NOT_FOUND"
+
+
 def test_reset_forgets_every_run_of_the_thread(default: CompiledPolicy) -> None:
     guard = Guard(default)
     for run_id in ("r1", "r2"):
