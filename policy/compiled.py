@@ -179,6 +179,11 @@ class FrequencyRule:
     def limit_for(self, tool: str) -> ToolLimit:
         return self.overrides.get(tool) or ToolLimit(self.warn, self.stop)
 
+    @staticmethod
+    def window_for(window: int, stop: int, overrides: Mapping[str, ToolLimit]) -> int:
+        """The window counted in: never shorter than the largest stop limit, which it could not reach."""
+        return max(window, stop, *(limit.stop for limit in overrides.values()))
+
 
 @dataclass(frozen=True)
 class ErrorStreakRule:

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from policy.events import Scope
-from policy.loops.state import ScopeState
+from policy.loops.state import ScopeState, drop_oldest
 from policy.resources import user_state_dir
 
 log = logging.getLogger("policy.file_store")
@@ -175,9 +175,7 @@ class FileStore:
 
     def _fitted_state(self, state: ScopeState) -> str:
         """The state's JSON, with the oldest undelivered warnings over ``max_pending`` dropped."""
-        excess = len(state.pending) - self.max_pending
-        for call_id in list(state.pending)[: max(0, excess)]:
-            del state.pending[call_id]
+        drop_oldest(state.pending, self.max_pending)
         return state.to_json()
 
     def _fitted(self, runs: Runs, current: str) -> Runs:

@@ -31,7 +31,7 @@ from policy.events import Scope, ToolCall, ToolResult
 from policy.gates import check_write, file_effect
 from policy.loader import load_policy
 from policy.loops.detector import LoopDetector
-from policy.loops.state import MAX_OPEN_CALLS, ScopeState
+from policy.loops.state import MAX_OPEN_CALLS, ScopeState, drop_oldest
 from policy.output import output_reader
 from policy.signatures import diagnose, hint_decision
 from policy.store import MemoryStore, Store
@@ -186,10 +186,8 @@ class Guard:
 def _pending(state: ScopeState, call_id: str) -> dict[str, Any]:
     """What waits for this call's result; the oldest calls' entries go first (their results
     may never come) once ``MAX_OPEN_CALLS`` calls have some."""
-    pending = state.pending
-    entry = pending.setdefault(call_id, {})
-    while len(pending) > MAX_OPEN_CALLS:
-        del pending[next(iter(pending))]
+    entry = state.pending.setdefault(call_id, {})
+    drop_oldest(state.pending, MAX_OPEN_CALLS)
     return entry
 
 

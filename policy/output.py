@@ -65,15 +65,13 @@ class OutputReader:
     def read(self, content: Any) -> Output:
         """Read an output (a string, or whatever a harness put there)."""
         text = as_text(content)
-        limit = self._limit
-        encoded = text[-(limit + 1) :].encode("utf-8", "replace")
-        tail = _crlf_as_lf(last_bytes(encoded, limit))
+        tail, truncated = _tail(text, self._limit)
         hits = self._matching(tail)
         count = self._signatures
         return Output(
             text=text,
             tail=tail,
-            truncated=len(encoded) > limit,
+            truncated=truncated,
             signatures=frozenset(hit for hit in hits if hit < count),
             normalize_from=min((hit - count for hit in hits if hit >= count), default=len(self._normalizers)),
         )
@@ -122,9 +120,13 @@ def read_output(policy: CompiledPolicy, content: Any) -> Output:
 def scanned_tail(text: str, limit: int) -> bytes:
     """The last ``limit`` bytes of ``text`` as UTF-8 (CRLF read as LF), cut as
     ``last_bytes`` cuts.  Costs O(limit) whatever the length of ``text``."""
-    if limit <= 0:
-        return b""
-    return _crlf_as_lf(last_bytes(text[-(limit + 1) :].encode("utf-8", "replace"), limit))
+    return _tail(text, limit)[0] if limit > 0 else b""
+
+
+def _tail(text: str, limit: int) -> tuple[bytes, bool]:
+    """``scanned_tail`` (``limit`` at least 1), and whether it is less than the whole text."""
+    encoded = text[-(limit + 1) :].encode("utf-8", "replace")
+    return _crlf_as_lf(last_bytes(encoded, limit)), len(encoded) > limit
 
 
 def last_bytes(data: bytes, limit: int) -> bytes:

@@ -55,12 +55,8 @@ class HintVariables(dict[str, Any]):
         compute = self._lazy.get(name)
         if compute is not None:
             value = compute()
-        elif name == "rule":
-            value = str(self._rule)
-        elif name == "args":
-            value = dict(self._call.args)
-        elif name == "call":
-            value = call_summary(self._call)
+        elif name in _ON_FIRST_READ:
+            value = _ON_FIRST_READ[name](self._rule, self._call)
         else:
             raise KeyError(name)
         self[name] = value
@@ -76,5 +72,9 @@ class HintVariables(dict[str, Any]):
             return default
 
 
-_ON_FIRST_READ = frozenset({"rule", "args", "call"})
+_ON_FIRST_READ: dict[str, Callable[[RuleRef, ToolCall], Any]] = {
+    "rule": lambda rule, call: str(rule),
+    "args": lambda rule, call: dict(call.args),
+    "call": lambda rule, call: call_summary(call),
+}
 """The common variables ``HintVariables`` makes only when a template reads them."""

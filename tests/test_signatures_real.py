@@ -580,14 +580,19 @@ def test_git_error_pathspec_did_not_match(
     expect(policy, ran, "GIT_ERROR", ["`feature/nosuch`", "git branch -a"], pathspec="feature/nosuch")
 
 
-@needs["git"]
-def test_git_error_merge_conflict(
-    policy: CompiledPolicy, repo: Path, git_env: dict[str, str]
-) -> None:
+def branch_with_their_notes(repo: Path, git_env: dict[str, str]) -> None:
+    """A branch `other` whose commit rewrote notes.txt; back on main."""
     git(repo, git_env, "checkout", "-qb", "other")
     (repo / "notes.txt").write_text("theirs\n")
     git(repo, git_env, "commit", "-qam", "theirs")
     git(repo, git_env, "checkout", "-q", "main")
+
+
+@needs["git"]
+def test_git_error_merge_conflict(
+    policy: CompiledPolicy, repo: Path, git_env: dict[str, str]
+) -> None:
+    branch_with_their_notes(repo, git_env)
     (repo / "notes.txt").write_text("ours\n")
     git(repo, git_env, "commit", "-qam", "ours")
     identity = ["-c", "user.name=T", "-c", "user.email=t@example.com"]
@@ -599,10 +604,7 @@ def test_git_error_merge_conflict(
 def test_git_error_local_changes_would_be_overwritten(
     policy: CompiledPolicy, repo: Path, git_env: dict[str, str]
 ) -> None:
-    git(repo, git_env, "checkout", "-qb", "other")
-    (repo / "notes.txt").write_text("theirs\n")
-    git(repo, git_env, "commit", "-qam", "theirs")
-    git(repo, git_env, "checkout", "-q", "main")
+    branch_with_their_notes(repo, git_env)
     (repo / "notes.txt").write_text("uncommitted\n")
     ran = run(["git", "checkout", "other"], cwd=repo, env=git_env)
     expect(policy, ran, "GIT_ERROR", ["git stash"],

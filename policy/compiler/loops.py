@@ -56,10 +56,9 @@ def compile_loops(ctx: Context) -> LoopRules:
         elif declaration.name == "frequency":
             window = _window(ctx, settings, warn, stop, must_reach_stop=False)
             if window is not None and overrides is not None:
-                longest = max([window, stop, *(limit.stop for limit in overrides.values())])
                 rules.frequency = FrequencyRule(
                     ref=ref,
-                    window=longest,
+                    window=FrequencyRule.window_for(window, stop, overrides),
                     warn=warn,
                     stop=stop,
                     overrides=MappingProxyType(overrides),

@@ -26,7 +26,7 @@ from policy.loops.frequency import FrequencyLayer
 from policy.loops.keys import CallKeys
 from policy.loops.oscillation import OscillationLayer
 from policy.loops.repeat import RepeatLayer
-from policy.loops.state import MAX_OPEN_CALLS, ScopeState
+from policy.loops.state import MAX_OPEN_CALLS, ScopeState, drop_oldest
 from policy.loops.streak import ErrorKey, ErrorStreakLayer
 from policy.output import Output, output_reader
 from policy.variables import HintVariables
@@ -124,5 +124,4 @@ def _remember_keys(open_calls: dict[str, str], calls: Sequence[ToolCall], keys: 
     """Keep each call's key until its result arrives (a result that never comes ages out)."""
     for call, key in zip(calls, keys, strict=True):
         open_calls[call.id] = key
-    while len(open_calls) > MAX_OPEN_CALLS:
-        del open_calls[next(iter(open_calls))]
+    drop_oldest(open_calls, MAX_OPEN_CALLS)

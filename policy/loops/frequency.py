@@ -18,8 +18,8 @@ from policy.loops.state import FrequencyState
 class FrequencyLayer:
     def __init__(self, rule: FrequencyRule) -> None:
         self.rule = rule
-        self.window = max(rule.window, rule.stop, *(limit.stop for limit in rule.overrides.values()))
-        """Never shorter than the largest stop limit, or that limit could never be reached."""
+        self.window = FrequencyRule.window_for(rule.window, rule.stop, rule.overrides)
+        """As the compiler makes it; a rule built by hand may have a shorter one."""
         self._default = (rule.warn, rule.stop)
         self._limits = {tool: (limit.warn, limit.stop) for tool, limit in rule.overrides.items()}
 

@@ -31,6 +31,12 @@ oldest go first."""
 _T = TypeVar("_T")
 
 
+def drop_oldest(entries: dict[str, Any], limit: int) -> None:
+    """Keep the ``limit`` newest entries of an insertion-ordered dict."""
+    while len(entries) > limit:
+        del entries[next(iter(entries))]
+
+
 @dataclass(slots=True)
 class RepeatState:
     keys: bytes = b""
