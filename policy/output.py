@@ -60,7 +60,9 @@ class OutputReader:
         self._normalizers = policy.normalizers
         signatures = [rule.pattern for rule in policy.signatures]
         self._patterns = signatures + [rule.pattern for rule in policy.normalizers]
-        self._set = _pattern_set(self._patterns)
+        self.pattern_set = _pattern_set(self._patterns)
+        """One RE2 set of the signature patterns, then the normalize ones (None when there are
+        none, or RE2 could not build it)."""
 
     def read(self, content: Any) -> Output:
         """Read an output (a string, or whatever a harness put there)."""
@@ -100,8 +102,8 @@ class OutputReader:
 
     def _matching(self, tail: bytes) -> Sequence[int]:
         """Indexes of the patterns (signatures, then normalize rules) that match the tail."""
-        if self._set is not None:
-            return self._set.Match(tail) or ()
+        if self.pattern_set is not None:
+            return self.pattern_set.Match(tail) or ()
         # No set (no patterns, or RE2 could not build one): one search per pattern.
         return [i for i, pattern in enumerate(self._patterns) if pattern.regex.search(tail) is not None]
 

@@ -106,7 +106,7 @@ def hint_decision(
         return Decision(call_id=call.id)
     hint = None
     if rule.hint is not None:
-        hint = rule.hint.render(_hint_variables(policy, call, result, diagnosis, rule))
+        hint = rule.hint.render(hint_variables(policy, call, result, diagnosis, rule))
     return Decision(
         action=rule.action,
         rule=rule.ref,
@@ -118,12 +118,12 @@ def hint_decision(
     )
 
 
-def _hint_variables(
+def hint_variables(
     policy: CompiledPolicy, call: ToolCall, result: ToolResult, diagnosis: Diagnosis, rule: SignatureRule
 ) -> HintVariables:
-    """Every named group of the pattern (None when it did not take part, so that
-    ``{% if port %}`` works), then the signature variables; the common variables
-    win over a group of the same name."""
+    """The variables of a signature's hint: every named group of the pattern (None
+    when it did not take part, so that ``{% if port %}`` works), then the signature
+    variables; the common variables win over a group of the same name."""
     values: dict[str, Any] = {
         name: diagnosis.captures.get(name) for name in rule.pattern.groups if name not in COMMON_VARIABLES
     }

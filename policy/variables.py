@@ -22,6 +22,15 @@ def call_summary(call: ToolCall, limit: int = CALL_SUMMARY_LIMIT) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def common_variables(
+    policy: str, rule: RuleRef, action: Action, call: ToolCall, summary: str
+) -> dict[str, Any]:
+    """Every common variable, made at once, for a caller that has the call's ``summary``
+    (``call_summary``) anyway: a plain dict is the cheapest thing to render with."""
+    return {"rule": str(rule), "rule_kind": rule.kind, "rule_name": rule.name, "action": action,
+            "tool": call.name, "args": dict(call.args), "call": summary, "call_id": call.id, "policy": policy}
+
+
 class HintVariables(dict[str, Any]):
     """The variables of one hint: ``policy.hints.COMMON_VARIABLES`` for one rule firing on
     one call, plus the rule's own ``values``, which win over the common ones.
@@ -43,8 +52,13 @@ class HintVariables(dict[str, Any]):
         values: Mapping[str, Any] | None = None,
         lazy: Mapping[str, Callable[[], Any]] | None = None,
     ) -> None:
-        super().__init__(rule_kind=rule.kind, rule_name=rule.name, action=action, tool=call.name,
-                         call_id=call.id, policy=policy)
+        # Item by item: half the cost of dict's keyword constructor in a subclass.
+        self["rule_kind"] = rule.kind
+        self["rule_name"] = rule.name
+        self["action"] = action
+        self["tool"] = call.name
+        self["call_id"] = call.id
+        self["policy"] = policy
         if values:
             self.update(values)
         self._rule = rule

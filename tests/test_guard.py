@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from policy.compiled import CompiledPolicy
+from policy.decision import Decision
 from policy.events import Scope, ToolCall, ToolResult
 from policy.guard import Guard
 from policy.loader import load_policy
@@ -121,6 +122,17 @@ class _BrokenStore:
 
     def __len__(self) -> int:
         return 0
+
+
+def test_a_decision_cannot_be_changed_only_copied(default: CompiledPolicy) -> None:
+    guard = Guard(default, read_file=lambda path: None)
+    decision = guard.on_result(bash("c1"), ToolResult("No module named 'yaml'", "error"), Scope("t", "r"))
+    with pytest.raises(AttributeError):
+        decision.action = "allow"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        Decision().metadata["shared"] = True  # type: ignore[index]
+    quiet = decision._replace(hint=None)
+    assert (quiet.action, quiet.hint, decision.action) == ("hint", None, "hint") and decision.hint
 
 
 def test_a_fault_inside_the_guard_allows_and_says_so(default: CompiledPolicy) -> None:

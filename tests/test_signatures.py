@@ -454,7 +454,7 @@ def test_without_an_re2_set_each_pattern_is_searched(
 ) -> None:
     monkeypatch.setattr(output, "SET_MAX_MEMORY", 1)  # too small to build the set
     fresh = make_policy(tmp_path, MODULE_POLICY)
-    assert output.output_reader(fresh)._set is None
+    assert output.output_reader(fresh).pattern_set is None
     assert diagnose(fresh, bash(), failed("No module named 'yaml'")).captures == {"m": "yaml"}
 
 

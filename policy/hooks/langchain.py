@@ -203,7 +203,7 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def _stopped_refusal(self, call: ToolCall, scope: Scope) -> ToolMessage | None:
         """A call of a run that a stop has ended is not executed."""
         stop = self._pending_stop(scope)
-        return None if stop is None else blocked_tool_message(call, replace(stop, hint=_not_run_text(stop)))
+        return None if stop is None else blocked_tool_message(call, stop._replace(hint=_not_run_text(stop)))
 
     def _gate_refusal(self, call: ToolCall, decision: Decision, scope: Scope,
                       request: ToolCallRequest) -> ToolMessage | None:

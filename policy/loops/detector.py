@@ -29,7 +29,7 @@ from policy.loops.repeat import RepeatLayer
 from policy.loops.state import MAX_OPEN_CALLS, ScopeState, drop_oldest
 from policy.loops.streak import ErrorKey, ErrorStreakLayer
 from policy.output import Output, output_reader
-from policy.variables import HintVariables
+from policy.variables import call_summary, common_variables
 
 log = logging.getLogger("policy.loops")
 
@@ -109,12 +109,14 @@ class LoopDetector:
         if finding.mark is not None:
             finding.mark()
         log.info("loop %s %s on call %s: %s", finding.ref.name, finding.action, finding.call.id, finding)
-        variables = HintVariables(self.policy.name, finding.ref, finding.action, finding.call, finding.facts)
+        summary = call_summary(finding.call)
         if finding.hint is not None:
+            variables = common_variables(self.policy.name, finding.ref, finding.action, finding.call, summary)
+            variables.update(finding.facts)
             hint = finding.hint.render(variables)
         else:
             hint = f"[policy] loop {finding.ref.name} {finding.action}: {finding}."
-        metadata: dict[str, Any] = {"layer": finding.kind, "call": variables["call"], **finding.facts,
+        metadata: dict[str, Any] = {"layer": finding.kind, "call": summary, **finding.facts,
                                     **finding.metadata}
         return Decision(action=finding.action, rule=finding.ref, hint=hint, call_id=finding.call.id,
                         metadata=metadata)
@@ -124,4 +126,5 @@ def _remember_keys(open_calls: dict[str, str], calls: Sequence[ToolCall], keys: 
     """Keep each call's key until its result arrives (a result that never comes ages out)."""
     for call, key in zip(calls, keys, strict=True):
         open_calls[call.id] = key
-    drop_oldest(open_calls, MAX_OPEN_CALLS)
+    if len(open_calls) > MAX_OPEN_CALLS:
+        drop_oldest(open_calls, MAX_OPEN_CALLS)

@@ -35,7 +35,7 @@ class RepeatLayer:
         self, state: RepeatState, calls: Sequence[ToolCall], call_keys: Sequence[str]
     ) -> Finding | None:
         """Count the batch (its calls and their keys); a stop, an unmarked warning candidate, or None."""
-        key = fingerprint(batch_key(call_keys))
+        key = fingerprint(call_keys[0] if len(call_keys) == 1 else batch_key(call_keys))
         state.turns += 1
         keys = state.keys + key
         results = state.results + TOMBSTONE
@@ -133,6 +133,8 @@ def _keep_excerpt(state: RepeatState, key: bytes, text: str) -> None:
 
 def _excerpt_of(state: RepeatState, key: bytes) -> str:
     keys = state.excerpt_keys
+    if key not in keys:
+        return ""
     for index, text in enumerate(state.excerpts):
         if keys[index * DIGEST : (index + 1) * DIGEST] == key:
             return text
