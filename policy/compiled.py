@@ -6,7 +6,7 @@ templates, which are safe to share between threads.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
@@ -14,6 +14,7 @@ from typing import Any, Literal
 from policy.decision import Action, RuleRef
 from policy.diagnostics import Span
 from policy.hints import HintTemplate
+from policy.re2_spans import FindSpans, Spans, group_text, iter_spans, spans_finder
 
 ToolRole = Literal["write", "edit", "multiedit", "read", "run", "other"]
 ROLE_FIELDS: dict[str, tuple[str, ...]] = {
@@ -55,6 +56,19 @@ class Pattern:
     regex: Any  # re2._Regexp; typed loosely because google-re2 ships no stubs
     groups: tuple[str, ...] = ()
     """Named capture groups, in pattern order."""
+    _find: FindSpans = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_find", spans_finder(self.regex))
+
+    def spans(self, data: bytes, pos: int = 0) -> Spans | None:
+        """The spans of the first match in UTF-8 ``data`` at or after ``pos``, or None
+        (``policy.re2_spans``: the cheap way to match bytes)."""
+        return self._find(data, pos)
+
+    def iter_spans(self, data: bytes) -> Iterator[Spans]:
+        """Every match's spans in UTF-8 ``data``, as ``finditer`` finds them."""
+        return iter_spans(self._find, data)
 
     def search(self, text: str) -> Any:
         """The first match in ``text``; a lone surrogate (which RE2 cannot read, and a model's
@@ -137,13 +151,14 @@ class Normalizer:
         template = self.template
         literals = [part for part in template if isinstance(part, bytes)]
         constant = b"".join(literals) if len(literals) == len(template) else None
-        for match in self.pattern.regex.finditer(data):
-            start, stop = match.span()
+        for spans in self.pattern.iter_spans(data):
+            start, stop = spans[0]
             pieces.append(data[end:start])
             if constant is not None:
                 pieces.append(constant)
             else:
-                pieces += [part if isinstance(part, bytes) else match.group(part) or b"" for part in template]
+                pieces += [part if isinstance(part, bytes) else group_text(data, spans[part]) or b""
+                           for part in template]
             end = stop
         if not pieces:
             return data

@@ -105,7 +105,7 @@ class OutputReader:
         if self.pattern_set is not None:
             return self.pattern_set.Match(tail) or ()
         # No set (no patterns, or RE2 could not build one): one search per pattern.
-        return [i for i, pattern in enumerate(self._patterns) if pattern.regex.search(tail) is not None]
+        return [i for i, pattern in enumerate(self._patterns) if pattern.spans(tail) is not None]
 
 
 @per_policy

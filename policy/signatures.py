@@ -16,6 +16,7 @@ from policy.events import ToolCall, ToolResult
 from policy.hints import COMMON_VARIABLES, truncate_middle
 from policy.output import Output, decode, last_bytes, output_reader
 from policy.prepared import per_policy
+from policy.re2_spans import group_text
 from policy.variables import HintVariables
 
 ERROR_PREFIX = "Error:"
@@ -76,13 +77,13 @@ def diagnose(
     matching = [i for i in sorted(output.signatures) if _applies(signatures[i], failed, call.name)]
     for position, signature in enumerate(matching):
         rule = signatures[signature]
-        match = rule.pattern.regex.search(tail)
-        if match is None:  # the set and the pattern disagree: trust the pattern
+        spans = rule.pattern.spans(tail)
+        if spans is None:  # the set and the pattern disagree: trust the pattern
             continue
         captures = {
             name: truncate_middle(decode(value), CAPTURE_LIMIT)
             for name, group in _capture_groups(policy)[signature]
-            if (value := match[group]) is not None
+            if (value := group_text(tail, spans[group])) is not None
         }
         return Diagnosis(
             failed=failed,
@@ -91,7 +92,7 @@ def diagnose(
             matches=tuple(signatures[i].ref.name for i in matching[position:]),
             key=(rule.ref.name, *(captures.get(name, "") for name in rule.key)),
             tail=tail,
-            span=match.span(),
+            span=spans[0],
         )
     return Diagnosis(failed=failed, key=("text", _error_text(policy, output)) if failed else (), tail=tail)
 
@@ -166,7 +167,7 @@ def _is_failed(policy: CompiledPolicy, call: ToolCall, result: ToolResult, outpu
     if output.text[:HEAD_CHARS].lstrip().startswith(ERROR_PREFIX):
         return True
     fails_when = policy.tool(call.name).fails_when
-    return fails_when is not None and fails_when.regex.search(output.tail) is not None
+    return fails_when is not None and fails_when.spans(output.tail) is not None
 
 
 def _error_text(policy: CompiledPolicy, output: Output) -> str:

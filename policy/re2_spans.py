@@ -1,0 +1,60 @@
+"""Match spans straight from google-re2's compiled matcher.
+
+For bytes, ``re2.compile(...).search`` wraps each match in a generator and a
+match object, which costs as much as the match itself, and ``finditer`` about
+1 µs more per match.  ``spans_finder`` asks the wrapper's compiled ``RE2``
+object directly and ``iter_spans`` steps through the matches by the wrapper's
+own rule; where the wrapper's internals are not there, both fall back to its
+public API, which gives the same spans.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from functools import partial
+from typing import Any
+
+import re2
+
+Spans = list[tuple[int, int]]
+"""The whole match, then each group; ``NO_SPAN`` for a group that did not take part."""
+FindSpans = Callable[[bytes, int], "Spans | None"]
+NO_SPAN = (-1, -1)
+
+
+def spans_finder(regex: Any) -> FindSpans:
+    """``find(data, pos)``: the spans of ``regex``'s first match in ``data`` at or after
+    byte ``pos`` (patterns like ``^`` and ``\\b`` still see the bytes before it); None
+    when nothing matches."""
+    match = getattr(getattr(regex, "_regexp", None), "Match", None)
+    unanchored = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
+    if match is None or unanchored is None:
+        return partial(_public_spans, regex)
+
+    def find(data: bytes, pos: int) -> Spans | None:
+        spans: Spans = match(unanchored, data, pos, len(data))
+        return None if spans[0] == NO_SPAN else spans
+
+    return find
+
+
+def iter_spans(find: FindSpans, data: bytes) -> Iterator[Spans]:
+    """Every match's spans, in order; after an empty match the search goes on one byte
+    further (as ``finditer`` does)."""
+    pos, end = 0, len(data)
+    while (spans := find(data, pos)) is not None:
+        yield spans
+        stop = spans[0][1]
+        if pos == end:
+            return
+        pos = pos + 1 if stop == pos else stop
+
+
+def group_text(data: bytes, span: tuple[int, int]) -> bytes | None:
+    """The text of a group, None when it did not take part."""
+    return None if span == NO_SPAN else data[span[0] : span[1]]
+
+
+def _public_spans(regex: Any, data: bytes, pos: int) -> Spans | None:
+    found = regex.search(data, pos)
+    return None if found is None else [found.span(group) for group in range(regex.groups + 1)]
