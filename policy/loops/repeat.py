@@ -159,12 +159,11 @@ def _same_result(state: RepeatState, key: bytes) -> bool:
     results = state.results
     first, known = None, 0
     for offset in _aligned(state.keys, key, len(state.keys)):
-        result = results[offset : offset + DIGEST]
-        if result == TOMBSTONE:
+        if results.startswith(TOMBSTONE, offset):  # compared in place: no slice per entry
             continue
         if first is None:
-            first = result
-        elif result != first:
+            first = results[offset : offset + DIGEST]
+        elif not results.startswith(first, offset):
             return False
         known += 1
     return known >= 2
