@@ -109,7 +109,7 @@ def floor(guard: Guard, output: Callable[[int], str]) -> Callable[[Event], None]
     rule = diagnosis.signature
     pattern_set = output_reader(policy).pattern_set
     assert pattern_set is not None
-    search = None if rule is None else rule.pattern.regex.search
+    search = None if rule is None else rule.pattern.spans
     hint = None
     if rule is not None and rule.hint is not None:  # variables made once: the floor renders, gathers nothing
         hint = partial(rule.hint.render, dict(hint_variables(policy, call, result, diagnosis, rule)))
