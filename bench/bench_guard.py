@@ -111,8 +111,8 @@ def floor(guard: Guard, output: Callable[[int], str]) -> Callable[[Event], None]
     assert pattern_set is not None
     search = None if rule is None else rule.pattern.spans
     hint = None
-    if rule is not None and rule.hint is not None:  # variables made once: the floor renders, gathers nothing
-        hint = partial(rule.hint.render, dict(hint_variables(policy, call, result, diagnosis, rule)))
+    if rule is not None and rule.hint is not None:  # variables made once (lazy ones on the first render)
+        hint = partial(rule.hint.render, hint_variables(policy, call, result, diagnosis, rule))
     limit = policy.scan_limit
 
     def event(item: Event) -> None:

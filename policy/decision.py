@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
 
 from policy.diagnostics import Span
@@ -26,7 +25,29 @@ class RuleRef:
         return f"{self.kind} {self.name}"
 
 
-_NOTHING: Mapping[str, Any] = MappingProxyType({})
+class _Empty(Mapping[str, Any]):
+    """The shared default of ``captures`` and ``metadata``: empty, read-only, and copied or
+    pickled as itself."""
+
+    __slots__ = ()
+
+    def __getitem__(self, key: str) -> Any:
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        return "{}"
+
+    def __reduce__(self) -> str:
+        return "_NOTHING"
+
+
+_NOTHING: Mapping[str, Any] = _Empty()
 
 
 class Decision(NamedTuple):

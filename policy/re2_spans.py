@@ -23,16 +23,17 @@ NO_SPAN = (-1, -1)
 
 
 def spans_finder(regex: Any) -> FindSpans:
-    """``find(data, pos)``: the spans of ``regex``'s first match in ``data`` at or after
-    byte ``pos`` (patterns like ``^`` and ``\\b`` still see the bytes before it); None
-    when nothing matches."""
+    """``find(data, pos)``: the spans of ``regex``'s first match in ``data`` (bytes, not
+    str) at or after byte ``pos`` (patterns like ``^`` and ``\\b`` still see the bytes
+    before it); None when nothing matches."""
     match = getattr(getattr(regex, "_regexp", None), "Match", None)
     unanchored = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
     if match is None or unanchored is None:
         return partial(_public_spans, regex)
 
     def find(data: bytes, pos: int) -> Spans | None:
-        spans: Spans = match(unanchored, data, pos, len(data))
+        size = len(data)
+        spans: Spans = match(unanchored, data, min(max(pos, 0), size), size)  # clamped, as ``search`` does
         return None if spans[0] == NO_SPAN else spans
 
     return find

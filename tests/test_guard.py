@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import copy
+import pickle
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -131,6 +133,7 @@ def test_a_decision_cannot_be_changed_only_copied(default: CompiledPolicy) -> No
         decision.action = "allow"  # type: ignore[misc]
     with pytest.raises(TypeError):
         Decision().metadata["shared"] = True  # type: ignore[index]
+    assert pickle.loads(pickle.dumps(Decision())) == copy.deepcopy(Decision()) == Decision()
     quiet = decision._replace(hint=None)
     assert (quiet.action, quiet.hint, decision.action) == ("hint", None, "hint") and decision.hint
 
