@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -143,14 +144,19 @@ class Normalizer:
     template: tuple[bytes | int, ...]
     """The replacement as UTF-8 literals and group numbers (``policy.patterns.replacement_template``)."""
 
+    @cached_property
+    def _constant(self) -> bytes | None:
+        """The replacement's bytes when it refers to no group (most do)."""
+        literals = [part for part in self.template if isinstance(part, bytes)]
+        return b"".join(literals) if len(literals) == len(self.template) else None
+
     def apply(self, data: bytes) -> bytes:
         """Replace every match in UTF-8 ``data``, as RE2's ``sub`` does, without its cost per
         match (it expands the template anew for each)."""
         pieces: list[bytes] = []
         end = 0
         template = self.template
-        literals = [part for part in template if isinstance(part, bytes)]
-        constant = b"".join(literals) if len(literals) == len(template) else None
+        constant = self._constant
         for spans in self.pattern.iter_spans(data):
             start, stop = spans[0]
             pieces.append(data[end:start])

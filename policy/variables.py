@@ -26,9 +26,17 @@ def common_variables(
     policy: str, rule: RuleRef, action: Action, call: ToolCall, summary: str
 ) -> dict[str, Any]:
     """Every common variable, made at once, for a caller that has the call's ``summary``
-    (``call_summary``) anyway: a plain dict is the cheapest thing to render with."""
-    return {"rule": str(rule), "rule_kind": rule.kind, "rule_name": rule.name, "action": action,
-            "tool": call.name, "args": dict(call.args), "call": summary, "call_id": call.id, "policy": policy}
+    (``call_summary``) anyway: a plain dict is the cheapest thing to render with.  The
+    values are those ``HintVariables`` makes on first read (``_ON_FIRST_READ``)."""
+    variables = _cheap_variables(policy, rule, action, call)
+    variables.update(rule=str(rule), args=dict(call.args), call=summary)
+    return variables
+
+
+def _cheap_variables(policy: str, rule: RuleRef, action: Action, call: ToolCall) -> dict[str, Any]:
+    """The common variables that cost nothing to make."""
+    return {"rule_kind": rule.kind, "rule_name": rule.name, "action": action, "tool": call.name,
+            "call_id": call.id, "policy": policy}
 
 
 class HintVariables(dict[str, Any]):
@@ -52,13 +60,7 @@ class HintVariables(dict[str, Any]):
         values: Mapping[str, Any] | None = None,
         lazy: Mapping[str, Callable[[], Any]] | None = None,
     ) -> None:
-        # Item by item: half the cost of dict's keyword constructor in a subclass.
-        self["rule_kind"] = rule.kind
-        self["rule_name"] = rule.name
-        self["action"] = action
-        self["tool"] = call.name
-        self["call_id"] = call.id
-        self["policy"] = policy
+        super().__init__(_cheap_variables(policy, rule, action, call))
         if values:
             self.update(values)
         self._rule = rule

@@ -126,5 +126,4 @@ def _remember_keys(open_calls: dict[str, str], calls: Sequence[ToolCall], keys: 
     """Keep each call's key until its result arrives (a result that never comes ages out)."""
     for call, key in zip(calls, keys, strict=True):
         open_calls[call.id] = key
-    if len(open_calls) > MAX_OPEN_CALLS:
-        drop_oldest(open_calls, MAX_OPEN_CALLS)
+    drop_oldest(open_calls, MAX_OPEN_CALLS)

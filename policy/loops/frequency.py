@@ -41,7 +41,7 @@ class FrequencyLayer:
             state.window = window
 
         count = window.count(slot)
-        warn, stop = self._limits.get(call.name, self._default)
+        warn, stop = self.limits(call.name)
         if count >= stop:
             return self._finding("stop", call, count, warn, stop)
         if count >= warn and slot not in state.warned:

@@ -63,10 +63,7 @@ class KeyRecipe:
                 args.pop(name, None)
         if self.line_range is not None:
             args = _with_line_buckets(args, call.args, *self.line_range)
-        try:  # stable_json, inlined: this runs for every call
-            text = compact(args)
-        except _UNENCODABLE:
-            text = _unencodable_text(args)
+        text = stable_json(args)
         if len(text) + len(call.name) >= MAX_KEY_LENGTH:
             text = "#" + hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
         return f"{call.name} {text}"
@@ -97,18 +94,11 @@ def stable_json(value: Any) -> str:
     """Compact JSON with sorted keys; a value JSON cannot sort or encode still gets a deterministic text."""
     try:
         return compact(value)
-    except _UNENCODABLE:
-        return _unencodable_text(value)
-
-
-_UNENCODABLE = (TypeError, ValueError, RecursionError)
-"""Keys of mixed types, or a self-referencing value."""
-
-
-def _unencodable_text(value: Any) -> str:
-    if isinstance(value, Mapping):
-        return repr(sorted((str(name), repr(item)) for name, item in value.items()))
-    return repr(value)
+    except (TypeError, ValueError, RecursionError):
+        # Keys of mixed types, or a self-referencing value.
+        if isinstance(value, Mapping):
+            return repr(sorted((str(name), repr(item)) for name, item in value.items()))
+        return repr(value)
 
 
 def _line_number(value: Any) -> int | None:
