@@ -19,9 +19,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from policy.events import ToolCall
-from policy.gates import check_write
-from policy.loader import load_policy
+from policy.language.loader import load_policy
+from policy.model.events import ToolCall
+from policy.runtime.gates import check_write
 
 TARGET_SIZE = 200 * 1024
 ROUNDS = 15

@@ -38,12 +38,12 @@ import time
 from collections.abc import Callable
 from functools import partial
 
-from policy.events import Scope, ToolCall, ToolResult
-from policy.guard import Guard
-from policy.jsontext import compact
-from policy.loader import load_policy
-from policy.output import output_reader, read_output
-from policy.signatures import diagnose, hint_variables
+from policy.language.loader import load_policy
+from policy.model.events import Scope, ToolCall, ToolResult
+from policy.model.jsontext import compact
+from policy.runtime.guard import Guard
+from policy.runtime.output import output_reader, read_output
+from policy.runtime.signatures import diagnose, hint_variables
 
 RUN_LENGTH = 20
 CHUNK = 250

@@ -15,11 +15,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from policy.compiler import compile_policy
-from policy.compose import compose
-from policy.loader import check_policy
-from policy.parser import _lark, parse
-from policy.report import Report
+from policy.language.collector import Report
+from policy.language.compiler import compile_policy
+from policy.language.compose import compose
+from policy.language.loader import check_policy
+from policy.language.parser import _lark, parse
 
 ROUNDS = 9
 TARGET_LINES = 2000

@@ -9,7 +9,7 @@ Whole processes (median of several fresh runs):
 In process (median of several runs) on a generated 2,000-line policy:
 
 * Lark alone parsing the text with the policy grammar;
-* parse + check + compile (``policy.loader.check_policy`` on the file).
+* parse + check + compile (``policy.language.loader.check_policy`` on the file).
 
 Target: parse + check + compile within 3x the Lark parse.  When it is
 missed, a cProfile summary shows where the time goes.
@@ -35,8 +35,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from policy.loader import check_policy  # noqa: E402
-from policy.parser import build_parser_uncached  # noqa: E402
+from policy.language.loader import check_policy  # noqa: E402
+from policy.language.parser import build_parser_uncached  # noqa: E402
 
 TARGET_RATIO = 3.0
 

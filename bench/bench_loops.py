@@ -35,11 +35,11 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from policy.compiled import CompiledPolicy, FrequencyRule, RepeatRule
-from policy.events import ToolCall
-from policy.loader import load_policy
-from policy.loops.detector import LoopDetector
-from policy.loops.state import ScopeState
+from policy.language.loader import load_policy
+from policy.model.compiled import CompiledPolicy, FrequencyRule, RepeatRule
+from policy.model.events import ToolCall
+from policy.runtime.loops.detector import LoopDetector
+from policy.runtime.loops.state import ScopeState
 
 TARGET = 1.2
 CHUNK = 50

@@ -17,10 +17,10 @@ import gc
 import sys
 import tracemalloc
 
-from policy.events import Scope, ToolCall, ToolResult
-from policy.loader import load_policy
-from policy.loops.detector import LoopDetector
-from policy.store import MemoryStore
+from policy.language.loader import load_policy
+from policy.model.events import Scope, ToolCall, ToolResult
+from policy.runtime.loops.detector import LoopDetector
+from policy.stores.memory import MemoryStore
 
 TARGET_BYTES_PER_SCOPE = 4096
 TOOLS = ("bash", "read_file", "grep", "ls", "str_replace", "glob")

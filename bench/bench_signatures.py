@@ -15,10 +15,10 @@ from __future__ import annotations
 import statistics
 import time
 
-from policy.compiled import CompiledPolicy
-from policy.events import ToolCall, ToolResult
-from policy.loader import load_policy
-from policy.signatures import diagnose, hint_decision
+from policy.language.loader import load_policy
+from policy.model.compiled import CompiledPolicy
+from policy.model.events import ToolCall, ToolResult
+from policy.runtime.signatures import diagnose, hint_decision
 
 TARGET = 1.5
 REPEATS = 15

@@ -1,4 +1,4 @@
-"""``policyctl fmt``: rewrite policy files in the canonical layout (see ``policy.formatter``)."""
+"""``policyctl fmt``: rewrite policy files in the canonical layout (see ``policy.language.formatter``)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import click
 
 from cli.paths import policy_sources
 from cli.terminal import color_enabled
-from policy.formatter import FormatError, format_policy
-from policy.parser import parse_bytes
+from policy.language.formatter import FormatError, format_policy
+from policy.language.parser import parse_bytes
 from policy.reporters.text import render_diagnostic
 
 STDIN = "-"

@@ -7,11 +7,11 @@ import sys
 
 import click
 
-from policy.diagnostics import PolicyError
-from policy.file_store import FileStore
-from policy.guard import Guard
 from policy.hooks.claude_code import DEFAULT_POLICY, HookEventError, answer, file_reader, parse_event
-from policy.loader import load_policy
+from policy.language.loader import load_policy
+from policy.model.diagnostics import PolicyError
+from policy.runtime.guard import Guard
+from policy.stores.file import FileStore
 
 _PREFIX = "policyctl hook claude-code"
 

@@ -8,7 +8,7 @@ import click
 
 from cli.paths import policy_sources
 from cli.terminal import color_enabled
-from policy.loader import check_policy, source_text
+from policy.language.loader import check_policy, source_text
 from policy.reporters import LintReport
 from policy.reporters.github import render_github
 from policy.reporters.json_format import render_json

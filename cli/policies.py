@@ -5,9 +5,9 @@ from __future__ import annotations
 import click
 
 from cli.terminal import color_enabled
-from policy.compiled import CompiledPolicy
-from policy.diagnostics import Diagnostic, Severity
-from policy.loader import check_policy, source_text
+from policy.language.loader import check_policy, source_text
+from policy.model.compiled import CompiledPolicy
+from policy.model.diagnostics import Diagnostic, Severity
 from policy.reporters.text import render_diagnostic
 
 EXIT_USAGE = 2

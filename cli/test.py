@@ -7,7 +7,7 @@ import click
 from cli.paths import policy_sources
 from cli.policies import compile_or_exit
 from cli.terminal import color_enabled
-from policy.testing.report import render_github, render_json, render_junit, render_text
+from policy.testing.results import render_github, render_json, render_junit, render_text
 from policy.testing.runner import PolicyTestResult, run_tests
 
 EXIT_FAILED = 1

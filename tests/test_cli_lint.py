@@ -17,7 +17,7 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from cli.lint import lint_sources, render_report
 from cli.main import policyctl
-from policy.codes import CODES
+from policy.language.codes import CODES
 from policy.resources import builtin_policy_names
 
 REPO = Path(__file__).resolve().parents[1]

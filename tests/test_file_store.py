@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from policy.events import Scope
-from policy.file_store import FileStore
-from policy.loops.state import ScopeState
+from policy.model.events import Scope
+from policy.runtime.loops.state import ScopeState
+from policy.stores.file import FileStore
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -116,8 +116,8 @@ def test_threads_of_one_process_lose_no_update(tmp_path: Path) -> None:
 
 _BUMPER = textwrap.dedent("""
     import sys
-    from policy.events import Scope
-    from policy.file_store import FileStore
+    from policy.model.events import Scope
+    from policy.stores.file import FileStore
     store = FileStore(sys.argv[1])
     for _ in range(int(sys.argv[2])):
         with store.scope(Scope("shared", "r")) as state:

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cli.main import policyctl
-from policy.formatter import FormatError, find_comments, format_text, structure
-from policy.parser import parse
+from policy.language.formatter import FormatError, find_comments, format_text, structure
+from policy.language.parser import parse
 from policy.resources import data_dir
 
 REPO = Path(__file__).resolve().parents[1]

@@ -37,11 +37,11 @@ from typing import TypeVar
 
 import pytest
 
-from policy.compiled import CompiledPolicy
-from policy.decision import Decision
-from policy.events import ToolCall
-from policy.gates import check_write, file_effect
-from policy.loader import load_policy
+from policy.language.loader import load_policy
+from policy.model.compiled import CompiledPolicy
+from policy.model.decision import Decision
+from policy.model.events import ToolCall
+from policy.runtime.gates import check_write, file_effect
 
 pytestmark = pytest.mark.slow
 

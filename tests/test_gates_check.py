@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from policy.compiled import CompiledPolicy, GateRule, ToolSpec, Validator
-from policy.decision import RuleRef
-from policy.events import ToolCall
-from policy.gates import check_write, file_effect, matching_gate
-from policy.hints import COMMON_VARIABLES, RULE_VARIABLES, compile_hint
-from policy.loader import load_policy
+from policy.language.loader import load_policy
+from policy.model.compiled import CompiledPolicy, GateRule, ToolSpec, Validator
+from policy.model.decision import RuleRef
+from policy.model.events import ToolCall
+from policy.model.hint_template import COMMON_VARIABLES, RULE_VARIABLES, compile_hint
+from policy.runtime.gates import check_write, file_effect, matching_gate
 
 WRITE = ToolSpec("write_file", "write", {"path": "path", "content": "content", "append": "append"})
 EDIT = ToolSpec("str_replace", "edit",

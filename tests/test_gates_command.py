@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from policy.compiled import CompiledPolicy, GateRule, ToolSpec, Validator
-from policy.decision import RuleRef
-from policy.events import ToolCall
-from policy.gates import check_write
-from policy.gates.command import run_checker
+from policy.model.compiled import CompiledPolicy, GateRule, ToolSpec, Validator
+from policy.model.decision import RuleRef
+from policy.model.events import ToolCall
+from policy.runtime.gates import check_write
+from policy.runtime.gates.command import run_checker
 
 needs_bash = pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from policy.compiled import ToolSpec
-from policy.gates import FileEffect, file_effect
+from policy.model.compiled import ToolSpec
+from policy.runtime.gates import FileEffect, file_effect
 
 WRITE = ToolSpec("write_file", "write", {"path": "path", "content": "content", "append": "append"})
 EDIT = ToolSpec("str_replace", "edit",

@@ -6,7 +6,7 @@ import ast
 
 import pytest
 
-from policy.gates.prefix import scan_python
+from policy.runtime.gates.prefix import scan_python
 
 COMPLETIONS = {
     "open call": ("print(a,\n", ")\n"),

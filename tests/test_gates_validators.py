@@ -6,9 +6,9 @@ import warnings
 
 import pytest
 
-from policy.gates.data_syntax import check_json, check_toml, check_yaml
-from policy.gates.problems import snippet
-from policy.gates.python_syntax import check_python
+from policy.runtime.gates.data_syntax import check_json, check_toml, check_yaml
+from policy.runtime.gates.problems import snippet
+from policy.runtime.gates.python_syntax import check_python
 
 # --- python: incomplete prefixes a later append can complete -----------------------------------
 

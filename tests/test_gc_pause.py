@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from policy.gc_pause import collector_paused
-from policy.loader import check_policy
-from policy.parser import parse
+from policy.language.gc_pause import collector_paused
+from policy.language.loader import check_policy
+from policy.language.parser import parse
 
 
 @pytest.fixture

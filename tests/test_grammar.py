@@ -8,7 +8,7 @@ import pytest
 from lark import Lark, Tree
 from lark.exceptions import GrammarError
 
-from policy.parser import build_parser_uncached, parse
+from policy.language.parser import build_parser_uncached, parse
 from policy.resources import data_dir
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from policy.compiled import CompiledPolicy
-from policy.decision import Decision
-from policy.events import Scope, ToolCall, ToolResult
-from policy.guard import Guard
-from policy.loader import load_policy
-from policy.loops.state import MAX_OPEN_CALLS, ScopeState
-from policy.store import MemoryStore
+from policy.language.loader import load_policy
+from policy.model.compiled import CompiledPolicy
+from policy.model.decision import Decision
+from policy.model.events import Scope, ToolCall, ToolResult
+from policy.runtime.guard import Guard
+from policy.runtime.loops.state import MAX_OPEN_CALLS, ScopeState
+from policy.stores.memory import MemoryStore
 
 
 @pytest.fixture(scope="module")

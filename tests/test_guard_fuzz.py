@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from policy.events import Scope, ToolCall, ToolResult
-from policy.guard import Guard
-from policy.loader import load_policy
+from policy.language.loader import load_policy
+from policy.model.events import Scope, ToolCall, ToolResult
+from policy.runtime.guard import Guard
 
 EVENTS = 1500
 PIECES = [

@@ -23,10 +23,11 @@ from typing import Any
 
 import pytest
 
-from policy.compiled import CompiledPolicy, PolicyTest
-from policy.decision import Decision
-from policy.events import Scope, ToolCall, ToolResult
-from policy.hints import (
+from policy.language.loader import load_policy
+from policy.model.compiled import CompiledPolicy, PolicyTest
+from policy.model.decision import Decision
+from policy.model.events import Scope, ToolCall, ToolResult
+from policy.model.hint_template import (
     COMMON_VARIABLES,
     RULE_VARIABLES,
     basename,
@@ -35,9 +36,8 @@ from policy.hints import (
     plain_json,
     truncate_middle,
 )
-from policy.loader import load_policy
+from policy.replay.harness import Session
 from policy.resources import builtin_policy_names, data_dir
-from policy.session import Session
 from policy.testing.runner import PolicyTestResult, run_test
 from policy.testing.snapshot import MarkdownSnapshotExtension
 from policy.testing.transcript import hint_transcript

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from cli.main import policyctl
 from policy.hooks.claude_code import HookEventError, parse_event
-from policy.loader import load_policy
+from policy.language.loader import load_policy
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "claude_code"

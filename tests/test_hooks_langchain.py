@@ -23,10 +23,10 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import get_runtime
 from langgraph.types import Command
 
-from policy.decision import Decision, RuleRef
-from policy.events import Scope
-from policy.hooks.langchain import HarnessGuardMiddleware
-from policy.hooks.messages import stopped_ai_message
+from policy.hooks.langchain.messages import stopped_ai_message
+from policy.hooks.langchain.middleware import HarnessGuardMiddleware
+from policy.model.decision import Decision, RuleRef
+from policy.model.events import Scope
 
 PYTHON = sys.executable
 

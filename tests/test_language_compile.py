@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from policy.compiled import CompiledPolicy
-from policy.diagnostics import Diagnostic, Severity
-from policy.loader import check_policy, load_policy
+from policy.language.loader import check_policy, load_policy
+from policy.model.compiled import CompiledPolicy
+from policy.model.diagnostics import Diagnostic, Severity
 
 WRITER = "tool write_file { writes path=path content=content append=append }\n"
 

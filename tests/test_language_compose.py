@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from policy.diagnostics import PolicyError
-from policy.loader import check_policy, load_policy
+from policy.language.loader import check_policy, load_policy
+from policy.model.diagnostics import PolicyError
 from policy.resources import builtin_policy_names, builtin_policy_path
 
 BASE = """\

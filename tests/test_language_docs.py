@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from policy.codes import CODES
-from policy.diagnostics import Severity
-from policy.loader import check_policy
+from policy.language.codes import CODES
+from policy.language.loader import check_policy
+from policy.model.diagnostics import Severity
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "language.md"
 _FENCE = re.compile(r"```policy\n(.*?)```", re.S)

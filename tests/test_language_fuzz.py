@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policy.loader import check_policy
+from policy.language.loader import check_policy
 from policy.resources import builtin_policy_path
 
 SAMPLE = '''\

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from policy.diagnostics import Diagnostic
-from policy.forms import form, resolve
-from policy.loader import check_policy
-from policy.parser import parse
+from policy.language.forms import form, resolve
+from policy.language.loader import check_policy
+from policy.language.parser import parse
+from policy.model.diagnostics import Diagnostic
 
 WRITER = "tool write_file { writes path=path content=content }\n"
 

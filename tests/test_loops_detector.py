@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from policy.compiled import CompiledPolicy, FrequencyRule
-from policy.decision import RuleRef
-from policy.events import ToolCall
-from policy.loader import load_policy
-from policy.loops.detector import LoopDetector
-from policy.loops.frequency import FrequencyLayer
-from policy.loops.state import FrequencyState, ScopeState
+from policy.language.loader import load_policy
+from policy.model.compiled import CompiledPolicy, FrequencyRule
+from policy.model.decision import RuleRef
+from policy.model.events import ToolCall
+from policy.runtime.loops.detector import LoopDetector
+from policy.runtime.loops.frequency import FrequencyLayer
+from policy.runtime.loops.state import FrequencyState, ScopeState
 
 _ids = itertools.count(1)
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from policy.compiled import CompiledPolicy
-from policy.events import ToolCall
-from policy.fingerprint import fingerprint
-from policy.loader import load_policy
-from policy.loops.keys import MAX_KEY_LENGTH, CallKeys, batch_key, call_key
+from policy.language.loader import load_policy
+from policy.model.compiled import CompiledPolicy
+from policy.model.events import ToolCall
+from policy.model.fingerprint import fingerprint
+from policy.runtime.loops.keys import MAX_KEY_LENGTH, CallKeys, batch_key, call_key
 
 POLICY = """
 policy "keys" { ignore description }
@@ -132,7 +132,10 @@ def test_the_detectors_precomputed_keys_agree_with_call_key(policy: CompiledPoli
 
 def test_fingerprints_are_the_same_in_another_process() -> None:
     """State moves between workers (Redis): fingerprints must not depend on PYTHONHASHSEED."""
-    code = "from policy.fingerprint import fingerprint; print(fingerprint('bash {\"command\":\"ls\"}').hex())"
+    code = (
+        "from policy.model.fingerprint import fingerprint; "
+        "print(fingerprint('bash {\"command\":\"ls\"}').hex())"
+    )
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": str(root)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from policy.compiled import CompiledPolicy
-from policy.decision import Decision
-from policy.events import ToolCall, ToolResult
-from policy.loader import load_policy
-from policy.loops.detector import LoopDetector
-from policy.loops.state import ScopeState
+from policy.language.loader import load_policy
+from policy.model.compiled import CompiledPolicy
+from policy.model.decision import Decision
+from policy.model.events import ToolCall, ToolResult
+from policy.runtime.loops.detector import LoopDetector
+from policy.runtime.loops.state import ScopeState
 
 _ids = itertools.count(1)
 

@@ -7,11 +7,11 @@ import random
 
 import pytest
 
-from policy.compiled import CompiledPolicy
-from policy.events import ToolCall, ToolResult
-from policy.loader import load_policy
-from policy.loops.detector import LoopDetector
-from policy.loops.state import DIGEST, ScopeState
+from policy.language.loader import load_policy
+from policy.model.compiled import CompiledPolicy
+from policy.model.events import ToolCall, ToolResult
+from policy.runtime.loops.detector import LoopDetector
+from policy.runtime.loops.state import DIGEST, ScopeState
 
 
 @pytest.fixture(scope="module")

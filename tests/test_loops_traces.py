@@ -1,7 +1,7 @@
 """The loop detector alone against 33 real agent sessions (../shared/traces), with ``builtin:default``.
 
 Each session's turns and results go straight through ``LoopDetector``, with
-the error keys from ``policy.signatures.diagnose`` and state changes decided
+the error keys from ``policy.runtime.signatures.diagnose`` and state changes decided
 as the guard does (a successful write or edit; a command matching the tool's
 ``mutates_when``).  No session may be stopped, the real loops the traces'
 README names must warn, and every warning must be one a person has read and
@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from policy.compiled import CompiledPolicy
-from policy.decision import Decision
-from policy.events import ToolCall, ToolResult
-from policy.loader import load_policy
-from policy.loops.detector import LoopDetector
-from policy.loops.state import ScopeState
-from policy.signatures import diagnose
+from policy.language.loader import load_policy
+from policy.model.compiled import CompiledPolicy
+from policy.model.decision import Decision
+from policy.model.events import ToolCall, ToolResult
+from policy.runtime.loops.detector import LoopDetector
+from policy.runtime.loops.state import ScopeState
+from policy.runtime.signatures import diagnose
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
 SESSIONS = sorted(TRACES.rglob("*.jsonl"))

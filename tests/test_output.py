@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from policy.compiled import CompiledPolicy
-from policy.fingerprint import fingerprint
-from policy.loader import load_policy
-from policy.output import HEAD_CHARS, OutputReader, output_reader, read_output
+from policy.language.loader import load_policy
+from policy.model.compiled import CompiledPolicy
+from policy.model.fingerprint import fingerprint
+from policy.runtime.output import HEAD_CHARS, OutputReader, output_reader, read_output
 
 NORMALIZING = """
 normalize /\\b\\d+(\\.\\d+)?s\\b/ "<dur>"

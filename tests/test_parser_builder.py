@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from policy import ast
-from policy.parser import parse
+from policy.language import ast
+from policy.language.parser import parse
 
 SOURCE = 'tool w {\n  writes path=p content=c\n}\ntest "t" {\n  call w { "path": ["a", {"b": 1}] }\n}\n'
 

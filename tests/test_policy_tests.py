@@ -19,10 +19,11 @@ import pytest
 from click.testing import CliRunner
 
 from cli import main
-from policy import ast, compiled
-from policy.events import ToolResult
-from policy.loader import load_policy
-from policy.parser import parse_bytes
+from policy.language import ast
+from policy.language.loader import load_policy
+from policy.language.parser import parse_bytes
+from policy.model import compiled
+from policy.model.events import ToolResult
 from policy.resources import builtin_policy_names, builtin_policy_path
 from policy.testing.runner import PolicyTestResult, run_test, run_tests
 

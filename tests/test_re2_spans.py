@@ -7,7 +7,7 @@ from functools import partial
 import pytest
 import re2
 
-from policy.re2_spans import _public_spans, group_text, iter_spans, spans_finder
+from policy.model.re2_spans import _public_spans, group_text, iter_spans, spans_finder
 
 PATTERNS = [
     r"No module named '?(?P<module>[\w.]+)'?",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from policy.loader import check_policy
+from policy.language.loader import check_policy
 from policy.testing.runner import run_tests
 
 README = Path(__file__).resolve().parent.parent / "README.md"

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from policy.events import Scope, ToolCall
-from policy.loader import load_policy
-from policy.loops.detector import LoopDetector
-from policy.loops.state import ScopeState
-from policy.redis_store import LockLostError, RedisStore, StoreBusyError
+from policy.language.loader import load_policy
+from policy.model.events import Scope, ToolCall
+from policy.runtime.loops.detector import LoopDetector
+from policy.runtime.loops.state import ScopeState
+from policy.stores.redis import LockLostError, RedisStore, StoreBusyError
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -179,8 +179,8 @@ def test_an_unreadable_state_starts_afresh(client: Redis, caplog: pytest.LogCapt
 HAMMER = """
 import sys
 import redis
-from policy.events import Scope
-from policy.redis_store import RedisStore
+from policy.model.events import Scope
+from policy.stores.redis import RedisStore
 
 store = RedisStore(redis.Redis(port=int(sys.argv[1])))
 for _ in range(int(sys.argv[2])):

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from policy.codes import CODES
-from policy.diagnostics import Diagnostic, Severity, Span
+from policy.language.codes import CODES
+from policy.model.diagnostics import Diagnostic, Severity, Span
 from policy.reporters import LintReport, relative_location
 from policy.reporters.github import escape_data, escape_property, render_github
 from policy.reporters.json_format import render_json

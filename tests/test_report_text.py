@@ -6,8 +6,8 @@ import textwrap
 
 import click
 
-from policy.diagnostics import Diagnostic, Severity, Span
-from policy.parser import parse
+from policy.language.parser import parse
+from policy.model.diagnostics import Diagnostic, Severity, Span
 from policy.reporters import LintReport
 from policy.reporters.text import MAX_EXCERPT, MAX_MESSAGE, render_diagnostic, render_text, summary_line
 

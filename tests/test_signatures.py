@@ -15,13 +15,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import policy.output as output
-import policy.signatures as signatures
-from policy.compiled import CompiledPolicy
-from policy.events import ToolCall, ToolResult
-from policy.loader import load_policy
-from policy.output import scanned_tail
-from policy.signatures import Diagnosis, diagnose, excerpt, hint_decision
+import policy.runtime.output as output
+import policy.runtime.signatures as signatures
+from policy.language.loader import load_policy
+from policy.model.compiled import CompiledPolicy
+from policy.model.events import ToolCall, ToolResult
+from policy.runtime.output import scanned_tail
+from policy.runtime.signatures import Diagnosis, diagnose, excerpt, hint_decision
 
 MB = 1024 * 1024
 MODULE_POLICY = """

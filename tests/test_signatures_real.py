@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from policy.compiled import CompiledPolicy
-from policy.events import ToolCall, ToolResult
-from policy.loader import load_policy
-from policy.signatures import diagnose, hint_decision
+from policy.language.loader import load_policy
+from policy.model.compiled import CompiledPolicy
+from policy.model.events import ToolCall, ToolResult
+from policy.runtime.signatures import diagnose, hint_decision
 
 PY = sys.executable
 DO_NOT_REPEAT = re.compile(

@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from policy.events import Scope, ToolCall
-from policy.loader import load_policy
-from policy.loops.detector import LoopDetector
-from policy.loops.state import ScopeState
-from policy.store import MemoryStore, Store, scope_key
+from policy.language.loader import load_policy
+from policy.model.events import Scope, ToolCall
+from policy.runtime.loops.detector import LoopDetector
+from policy.runtime.loops.state import ScopeState
+from policy.stores.memory import MemoryStore, Store, scope_key
 
 
 def test_a_scope_starts_empty_and_keeps_its_changes() -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from policy.loader import load_policy
-from policy.replay import ReplayReport, replay_file
+from policy.language.loader import load_policy
+from policy.replay.replayer import ReplayReport, replay_file
 from policy.resources import builtin_policy_names
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from policy.decision import RuleRef
-from policy.events import ToolCall
-from policy.hints import COMMON_VARIABLES, compile_hint
-from policy.variables import HintVariables, call_summary, common_variables
+from policy.model.decision import RuleRef
+from policy.model.events import ToolCall
+from policy.model.hint_template import COMMON_VARIABLES, compile_hint
+from policy.model.variables import HintVariables, call_summary, common_variables
 
 CALL = ToolCall(id="c1", name="bash", args={"command": "make", "description": "build"})
 RULE = RuleRef("signature", "MAKE_FAILED")

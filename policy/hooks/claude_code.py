@@ -14,7 +14,7 @@ Events and what they do:
   loop budget starts afresh.
 
 One Claude Code session is one thread whose state lives in a ``Store`` that
-outlives the hook process (``policy.file_store.FileStore``).
+outlives the hook process (``policy.stores.file.FileStore``).
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from policy.decision import Decision
-from policy.events import Scope, ToolCall, ToolResult
-from policy.guard import Guard, read_local_file
 from policy.hooks.delivery import decision_text
+from policy.model.decision import Decision
+from policy.model.events import Scope, ToolCall, ToolResult
+from policy.runtime.guard import Guard, read_local_file
 
 DEFAULT_POLICY = "builtin:claude-code"
 SESSION_RUN = "session"

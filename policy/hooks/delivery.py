@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from policy.decision import Decision
+from policy.model.decision import Decision
 
 LOOP_STOP_REASON = "loop_capped"
 """The stop reason of a run a loop rule stopped (DeerFlow's name for it)."""

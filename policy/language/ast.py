@@ -1,7 +1,7 @@
 """Syntax tree of a .policy file: statements with typed values, every node located.
 
 The grammar is deliberately uniform (name, values, optional block); the
-checker gives statements their meaning (see ``policy.schema``).
+checker gives statements their meaning (see ``policy.language.schema``).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from policy.diagnostics import Span
+from policy.model.diagnostics import Span
 
 
 class Node(BaseModel):

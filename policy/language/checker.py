@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from policy import ast
-from policy.diagnostics import Span
-from policy.forms import Part, Resolution, form, resolve, usage, values_span_text
-from policy.report import Report, did_you_mean, join_help, quoted_list
-from policy.schema import DECLARATIONS, LOOP_LAYERS, VALIDATORS, Spec
+from policy.language import ast
+from policy.language.collector import Report, did_you_mean, join_help, quoted_list
+from policy.language.forms import Part, Resolution, form, resolve, usage, values_span_text
+from policy.language.schema import DECLARATIONS, LOOP_LAYERS, VALIDATORS, Spec
+from policy.model.diagnostics import Span
 
 
 @dataclass(frozen=True)

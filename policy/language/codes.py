@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from policy.diagnostics import Severity
+from policy.model.diagnostics import Severity
 
 
 class Code(NamedTuple):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-from policy.codes import severity_of
-from policy.diagnostics import Diagnostic, Span
+from policy.language.codes import severity_of
+from policy.model.diagnostics import Diagnostic, Span
 
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:

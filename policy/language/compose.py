@@ -16,11 +16,11 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from policy import ast
-from policy.diagnostics import Span
-from policy.parser import parse_bytes
-from policy.reader import Declaration, FileDeclarations, read_declarations
-from policy.report import Report, did_you_mean, join_help, quoted_list
+from policy.language import ast
+from policy.language.checker import Declaration, FileDeclarations, read_declarations
+from policy.language.collector import Report, did_you_mean, join_help, quoted_list
+from policy.language.parser import parse_bytes
+from policy.model.diagnostics import Span
 from policy.resources import builtin_policy_names, builtin_policy_path
 
 BUILTIN_PREFIX = "builtin:"

@@ -40,9 +40,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from policy import ast
-from policy.diagnostics import Diagnostic, Span
-from policy.parser import _BareName, parse
+from policy.language import ast
+from policy.language.parser import _BareName, parse
+from policy.model.diagnostics import Diagnostic, Span
 
 LINE_LENGTH = 100
 INDENT = "  "

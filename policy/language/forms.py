@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Literal
 
-from policy import ast
+from policy.language import ast
 
 _SHAPES: dict[str, Callable[[ast.Value], bool]] = {
     "NAME": lambda v: isinstance(v, ast.Name),

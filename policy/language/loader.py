@@ -13,12 +13,12 @@ from os import PathLike
 from pathlib import Path
 from typing import NamedTuple
 
-from policy.compiled import CompiledPolicy
-from policy.compiler import compile_policy
-from policy.compose import compose
-from policy.diagnostics import Diagnostic, PolicyError, Severity, has_errors, sort_diagnostics
-from policy.gc_pause import collector_paused
-from policy.report import Report
+from policy.language.collector import Report
+from policy.language.compiler import compile_policy
+from policy.language.compose import compose
+from policy.language.gc_pause import collector_paused
+from policy.model.compiled import CompiledPolicy
+from policy.model.diagnostics import Diagnostic, PolicyError, Severity, has_errors, sort_diagnostics
 
 
 class CheckResult(NamedTuple):

@@ -26,10 +26,10 @@ from lark.exceptions import (
 )
 from pydantic import BaseModel
 
-from policy import ast
-from policy.codes import severity_of
-from policy.diagnostics import Diagnostic, Span
-from policy.gc_pause import collector_paused
+from policy.language import ast
+from policy.language.codes import severity_of
+from policy.language.gc_pause import collector_paused
+from policy.model.diagnostics import Diagnostic, Span
 from policy.resources import data_dir, user_cache_dir
 
 _N = TypeVar("_N", bound=BaseModel)

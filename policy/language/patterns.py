@@ -13,9 +13,9 @@ import warnings
 
 import re2
 
-from policy import ast
-from policy.compiled import Pattern
-from policy.report import Report
+from policy.language import ast
+from policy.language.collector import Report
+from policy.model.compiled import Pattern
 
 REGEX_FLAGS = {"i": "ignore case", "m": "`^` and `$` match at line ends", "s": "`.` matches a newline"}
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from policy.compiled import ROLE_STATEMENTS
-from policy.decision import SEVERITY
+from policy.model.compiled import ROLE_STATEMENTS
+from policy.model.decision import SEVERITY
 
 VALIDATORS = ("python", "json", "toml", "yaml")
 """Built-in syntax checkers a gate can name (``check command "…"`` runs an external one)."""
@@ -28,7 +28,7 @@ class Spec:
 
     name: str
     forms: tuple[str, ...] = ("",)
-    """Accepted value forms (see ``policy.forms``); ``""`` is a bare flag."""
+    """Accepted value forms (see ``policy.language.forms``); ``""`` is a bare flag."""
     block: Mapping[str, Spec] | None = None
     """The settings its ``{ … }`` block may hold; None: it takes no block."""
     block_required: bool = False

@@ -12,10 +12,10 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Literal
 
-from policy.decision import Action, RuleRef
-from policy.diagnostics import Span
-from policy.hints import HintTemplate
-from policy.re2_spans import FindSpans, Spans, group_text, iter_spans, spans_finder
+from policy.model.decision import Action, RuleRef
+from policy.model.diagnostics import Span
+from policy.model.hint_template import HintTemplate
+from policy.model.re2_spans import FindSpans, Spans, group_text, iter_spans, spans_finder
 
 ToolRole = Literal["write", "edit", "multiedit", "read", "run", "other"]
 ROLE_FIELDS: dict[str, tuple[str, ...]] = {
@@ -64,7 +64,7 @@ class Pattern:
 
     def spans(self, data: bytes, pos: int = 0) -> Spans | None:
         """The spans of the first match in UTF-8 ``data`` at or after ``pos``, or None
-        (``policy.re2_spans``: the cheap way to match bytes)."""
+        (``policy.model.re2_spans``: the cheap way to match bytes)."""
         return self._find(data, pos)
 
     def iter_spans(self, data: bytes) -> Iterator[Spans]:
@@ -142,7 +142,7 @@ class Normalizer:
     pattern: Pattern
     replacement: str
     template: tuple[bytes | int, ...]
-    """The replacement as UTF-8 literals and group numbers (``policy.patterns.replacement_template``)."""
+    """The replacement as UTF-8 literals and group numbers (``language.patterns.replacement_template``)."""
 
     @cached_property
     def _constant(self) -> bytes | None:

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
-from policy.diagnostics import Span
+from policy.model.diagnostics import Span
 
 Action = Literal["allow", "hint", "warn", "block", "stop"]
 

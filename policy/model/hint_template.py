@@ -19,7 +19,7 @@ from jinja2 import Environment, StrictUndefined, Template, meta
 from jinja2.runtime import Context
 from jinja2.sandbox import SandboxedEnvironment
 
-from policy.diagnostics import Span
+from policy.model.diagnostics import Span
 
 log = logging.getLogger("policy.hints")
 
@@ -165,7 +165,7 @@ class HintTemplate:
         """Render; a failure is logged and replaced by a plain one-line hint.
 
         Only the variables the template reads are taken from ``variables`` (a
-        ``policy.variables.HintVariables`` computes no others), and the globals
+        ``policy.model.variables.HintVariables`` computes no others), and the globals
         are found once: ``Template.render`` merges every global and variable on
         every render.
         """

@@ -7,7 +7,7 @@ import weakref
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from policy.compiled import CompiledPolicy
+from policy.model.compiled import CompiledPolicy
 
 _T = TypeVar("_T")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from policy.decision import Action, RuleRef
-from policy.events import ToolCall
-from policy.jsontext import readable
+from policy.model.decision import Action, RuleRef
+from policy.model.events import ToolCall
+from policy.model.jsontext import readable
 
 CALL_SUMMARY_LIMIT = 160
 
@@ -40,7 +40,7 @@ def _cheap_variables(policy: str, rule: RuleRef, action: Action, call: ToolCall)
 
 
 class HintVariables(dict[str, Any]):
-    """The variables of one hint: ``policy.hints.COMMON_VARIABLES`` for one rule firing on
+    """The variables of one hint: ``policy.model.hint_template.COMMON_VARIABLES`` for one rule firing on
     one call, plus the rule's own ``values``, which win over the common ones.
 
     The common variables that cost something to make (``rule``, ``args``, ``call``)

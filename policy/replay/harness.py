@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from policy.compiled import WRITING_ROLES, CompiledPolicy
-from policy.decision import ALLOW, Decision
-from policy.events import Scope, ToolCall, ToolResult
-from policy.gates import FileEffect, file_effect
-from policy.guard import Guard
+from policy.model.compiled import WRITING_ROLES, CompiledPolicy
+from policy.model.decision import ALLOW, Decision
+from policy.model.events import Scope, ToolCall, ToolResult
+from policy.runtime.gates import FileEffect, file_effect
+from policy.runtime.guard import Guard
 
 EventKind = str  # "turn" | "call" | "result"
 

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from policy.compiled import CompiledPolicy
-from policy.decision import Decision
-from policy.events import Scope, ToolCall, ToolResult
-from policy.session import EventKind, Session
-from policy.trace import FileEvent, ResultEvent, TraceError, TurnEvent, read_events
+from policy.model.compiled import CompiledPolicy
+from policy.model.decision import Decision
+from policy.model.events import Scope, ToolCall, ToolResult
+from policy.replay.harness import EventKind, Session
+from policy.replay.trace import FileEvent, ResultEvent, TraceError, TurnEvent, read_events
 
 ACTIONS = ("allow", "hint", "warn", "block", "stop")
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from policy.diagnostics import Diagnostic, Severity, sort_diagnostics
+from policy.model.diagnostics import Diagnostic, Severity, sort_diagnostics
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from policy.diagnostics import Diagnostic, Severity
+from policy.model.diagnostics import Diagnostic, Severity
 from policy.reporters import LintReport, relative_location
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from policy.diagnostics import Diagnostic
+from policy.model.diagnostics import Diagnostic
 from policy.reporters import LintReport
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from policy.codes import CODES
-from policy.diagnostics import Diagnostic, Severity
+from policy.language.codes import CODES
+from policy.model.diagnostics import Diagnostic, Severity
 from policy.reporters import LintReport, relative_location
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import click
 
-from policy.diagnostics import Diagnostic, Severity
+from policy.model.diagnostics import Diagnostic, Severity
 from policy.reporters import LintReport
 
 SourceLookup = Callable[[str], "str | None"]

@@ -25,16 +25,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from policy.compiled import WRITING_ROLES, CompiledPolicy
-from policy.decision import ALLOW, SEVERITY, Decision, RuleRef
-from policy.events import Scope, ToolCall, ToolResult
-from policy.gates import check_write, file_effect
-from policy.loader import load_policy
-from policy.loops.detector import LoopDetector
-from policy.loops.state import MAX_OPEN_CALLS, ScopeState, drop_oldest
-from policy.output import output_reader
-from policy.signatures import diagnose, hint_decision
-from policy.store import MemoryStore, Store
+from policy.language.loader import load_policy
+from policy.model.compiled import WRITING_ROLES, CompiledPolicy
+from policy.model.decision import ALLOW, SEVERITY, Decision, RuleRef
+from policy.model.events import Scope, ToolCall, ToolResult
+from policy.runtime.gates import check_write, file_effect
+from policy.runtime.loops.detector import LoopDetector
+from policy.runtime.loops.state import MAX_OPEN_CALLS, ScopeState, drop_oldest
+from policy.runtime.output import output_reader
+from policy.runtime.signatures import diagnose, hint_decision
+from policy.stores.memory import MemoryStore, Store
 
 log = logging.getLogger("policy.guard")
 

@@ -4,7 +4,7 @@ Only the tail of an output is read (its last ``policy.scan_limit`` bytes, cut
 at a line start) and only with RE2, so a 10 MB output costs what its tail
 costs.  One RE2 set holds every signature pattern and every ``normalize``
 pattern: a single pass over the tail tells which of each match.  Signatures
-(``policy.signatures``) and result comparison (``policy.loops``) both work
+(``policy.runtime.signatures``) and result comparison (``policy.runtime.loops``) both work
 from that one reading.
 
 Results are compared by a fingerprint of their normalised tail, plus, for an
@@ -19,9 +19,9 @@ from typing import Any
 
 import re2
 
-from policy.compiled import CompiledPolicy, Pattern
-from policy.fingerprint import digest
-from policy.prepared import per_policy
+from policy.model.compiled import CompiledPolicy, Pattern
+from policy.model.fingerprint import digest
+from policy.model.per_policy import per_policy
 
 HEAD_CHARS = 2048
 """Characters of an output's start that also count when its tail is not all of it."""
@@ -44,7 +44,7 @@ class Output:
     truncated: bool
     """The tail is not the whole output."""
     signatures: frozenset[int]
-    """Indexes in ``policy.signatures`` of the signatures whose pattern matches the tail."""
+    """Indexes in ``policy.runtime.signatures`` of the signatures whose pattern matches the tail."""
     normalize_from: int
     """Index of the first ``normalize`` rule that matches the tail (their count when none does)."""
     normalized_tail: bytes | None = field(default=None, repr=False, compare=False)

@@ -1,6 +1,6 @@
 """Error signatures: which known failure a tool result shows, and the hint for it.
 
-The output is read once (``policy.output``): its tail, and one pass of an
+The output is read once (``policy.runtime.output``): its tail, and one pass of an
 RE2 set that tells which signatures match it.  Only the winner, the first of
 them in policy order, is searched again, for its captures and position.
 """
@@ -10,14 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from policy.compiled import CompiledPolicy, SignatureRule
-from policy.decision import Decision
-from policy.events import ToolCall, ToolResult
-from policy.hints import COMMON_VARIABLES, truncate_middle
-from policy.output import Output, decode, last_bytes, output_reader
-from policy.prepared import per_policy
-from policy.re2_spans import group_text
-from policy.variables import HintVariables
+from policy.model.compiled import CompiledPolicy, SignatureRule
+from policy.model.decision import Decision
+from policy.model.events import ToolCall, ToolResult
+from policy.model.hint_template import COMMON_VARIABLES, truncate_middle
+from policy.model.per_policy import per_policy
+from policy.model.re2_spans import group_text
+from policy.model.variables import HintVariables
+from policy.runtime.output import Output, decode, last_bytes, output_reader
 
 ERROR_PREFIX = "Error:"
 """A result whose text starts with this is failed, whatever its status."""
@@ -68,7 +68,7 @@ def diagnose(
     policy: CompiledPolicy, call: ToolCall, result: ToolResult, output: Output | None = None
 ) -> Diagnosis:
     """Diagnose one tool result: failed or not, and the signature it shows.  ``output`` is
-    the result's content as ``policy.output.read_output`` read it (read here when None)."""
+    the result's content as ``policy.runtime.output.read_output`` read it (read here when None)."""
     if output is None:
         output = output_reader(policy).read(result.content)
     tail = output.tail

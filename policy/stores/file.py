@@ -36,9 +36,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from policy.events import Scope
-from policy.loops.state import ScopeState, drop_oldest
+from policy.model.events import Scope
 from policy.resources import user_state_dir
+from policy.runtime.loops.state import ScopeState, drop_oldest
 
 log = logging.getLogger("policy.file_store")
 

@@ -15,15 +15,15 @@ from collections import OrderedDict
 from contextlib import AbstractContextManager
 from typing import Protocol
 
-from policy.events import Scope
-from policy.loops.state import ScopeState
+from policy.model.events import Scope
+from policy.runtime.loops.state import ScopeState
 
 ScopeKey = tuple[str, str]
 """(thread id, run id)."""
 
 
 class Store(Protocol):
-    """Per-scope loop state.  Implementations: ``MemoryStore``, ``policy.redis_store.RedisStore``."""
+    """Per-scope loop state.  Implementations: ``MemoryStore``, ``policy.stores.redis.RedisStore``."""
 
     def scope(self, scope: Scope) -> AbstractContextManager[ScopeState]:
         """Exclusive access to the scope's state, created empty on first use and saved on exit."""

@@ -26,8 +26,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from policy.events import Scope
-from policy.loops.state import ScopeState
+from policy.model.events import Scope
+from policy.runtime.loops.state import ScopeState
 
 if TYPE_CHECKING:
     import redis

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from policy.compiled import CompiledPolicy, PolicyTest
+    from policy.model.compiled import CompiledPolicy, PolicyTest
     from policy.testing.runner import PolicyTestResult
 
 MARKER = "policyctl"
@@ -76,7 +76,7 @@ class PolicyCase:
         result = self.result
         if result.passed:
             return
-        from policy.testing.report import format_failure, location
+        from policy.testing.results import format_failure, location
 
         details = "\n".join(format_failure(f, result.file) for f in result.failures)
         raise PolicyTestFailed(
@@ -132,8 +132,8 @@ def _sources(metafunc: pytest.Metafunc) -> list[str]:
 
 def _load(config: pytest.Config, source: str) -> CompiledPolicy:
     """Load once per session; errors become a collection error with the diagnostics."""
-    from policy.diagnostics import PolicyError
-    from policy.loader import load_policy, source_text
+    from policy.language.loader import load_policy, source_text
+    from policy.model.diagnostics import PolicyError
     from policy.reporters.text import render_diagnostic
 
     cache = config.stash.setdefault(_POLICIES, {})

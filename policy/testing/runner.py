@@ -24,10 +24,10 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from policy.compiled import CompiledPolicy, PolicyTest, TestStep
-from policy.decision import ALLOW, Decision
-from policy.events import Scope, ToolCall, ToolResult
-from policy.session import Outcome, Session
+from policy.model.compiled import CompiledPolicy, PolicyTest, TestStep
+from policy.model.decision import ALLOW, Decision
+from policy.model.events import Scope, ToolCall, ToolResult
+from policy.replay.harness import Outcome, Session
 
 IMPLICIT_RESULT = ToolResult(content="", status="success")
 HINT_LOGGER = "policy.hints"

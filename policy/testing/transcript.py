@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from policy.events import ToolResult
+from policy.model.events import ToolResult
+from policy.model.variables import call_summary
 from policy.testing.runner import CallRecord, PolicyTestResult, describe_decision
-from policy.variables import call_summary
 
 RESULT_EXCERPT = 400
 """Longest tool result shown; longer ones keep their start and end."""

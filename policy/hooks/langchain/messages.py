@@ -18,9 +18,9 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
 
-from policy.decision import Decision
-from policy.events import ToolCall
 from policy.hooks.delivery import decision_text
+from policy.model.decision import Decision
+from policy.model.events import ToolCall
 
 POLICY_KEY = "policy"
 DEERFLOW_META_KEY = "deerflow_tool_meta"

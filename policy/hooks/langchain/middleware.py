@@ -2,7 +2,7 @@
 
 The middleware only translates: the model's tool calls become ``on_turn``, each
 tool execution ``on_call`` then ``on_result``, and the decisions come back as
-messages (see ``policy.hooks.messages``).  Every tool call gets exactly one
+messages (see ``policy.hooks.langchain.messages``).  Every tool call gets exactly one
 ToolMessage, so tool-call pairing is never broken.
 
 Lifecycle of one agent invocation (DeerFlow's run-scope lifecycle):
@@ -45,20 +45,20 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime, get_runtime
 from langgraph.types import Command
 
-from policy.compiled import CompiledPolicy
-from policy.decision import Decision
-from policy.events import Scope, ToolCall, ToolResult
-from policy.guard import Guard
 from policy.hooks.bounded import LruDict
 from policy.hooks.delivery import stop_reason
-from policy.hooks.messages import (
+from policy.hooks.langchain.messages import (
     annotated_tool_message,
     blocked_tool_message,
     message_text,
     stopped_ai_message,
 )
-from policy.hooks.scope import RunScopes
-from policy.store import Store
+from policy.hooks.langchain.scope import RunScopes
+from policy.model.compiled import CompiledPolicy
+from policy.model.decision import Decision
+from policy.model.events import Scope, ToolCall, ToolResult
+from policy.runtime.guard import Guard
+from policy.stores.memory import Store
 
 log = logging.getLogger("policy.hooks.langchain")
 

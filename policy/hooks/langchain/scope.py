@@ -23,8 +23,8 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from policy.events import Scope
 from policy.hooks.bounded import LruDict
+from policy.model.events import Scope
 
 DEFAULT_THREAD = "default"
 UNANCHORED_RUN = "unanchored"

@@ -9,18 +9,18 @@ from __future__ import annotations
 from pathlib import Path
 from types import MappingProxyType
 
-from policy import ast
-from policy.compiled import CompiledPolicy
-from policy.compiler.context import Context, first_value, int_value, names, word
-from policy.compiler.hint_templates import compile_hints
-from policy.compiler.loops import compile_loops
-from policy.compiler.policy_tests import compile_tests
-from policy.compiler.rules import compile_gates, compile_normalizers, compile_signatures
-from policy.compiler.tools import compile_tools, key_args
-from policy.compose import Composition
-from policy.diagnostics import has_errors
-from policy.reader import Setting
-from policy.report import Report
+from policy.language import ast
+from policy.language.checker import Setting
+from policy.language.collector import Report
+from policy.language.compiler.context import Context, first_value, int_value, names, word
+from policy.language.compiler.hint_templates import compile_hints
+from policy.language.compiler.loops import compile_loops
+from policy.language.compiler.policy_tests import compile_tests
+from policy.language.compiler.rules import compile_gates, compile_normalizers, compile_signatures
+from policy.language.compiler.tools import compile_tools, key_args
+from policy.language.compose import Composition
+from policy.model.compiled import CompiledPolicy
+from policy.model.diagnostics import has_errors
 
 __all__ = ["compile_policy"]
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from policy import ast
-from policy.compose import Composition
-from policy.diagnostics import Span
-from policy.forms import usage
-from policy.hints import COMMON_VARIABLES, RULE_VARIABLES, HintTemplate
-from policy.reader import Declaration, Setting
-from policy.report import Report, did_you_mean, join_help, quoted_list
-from policy.schema import Spec
+from policy.language import ast
+from policy.language.checker import Declaration, Setting
+from policy.language.collector import Report, did_you_mean, join_help, quoted_list
+from policy.language.compose import Composition
+from policy.language.forms import usage
+from policy.language.schema import Spec
+from policy.model.diagnostics import Span
+from policy.model.hint_template import COMMON_VARIABLES, RULE_VARIABLES, HintTemplate
 
 
 @dataclass

@@ -12,11 +12,11 @@ from pathlib import Path
 
 from jinja2 import TemplateError, TemplateSyntaxError
 
-from policy import ast
-from policy.compiler.context import Context
-from policy.diagnostics import Span
-from policy.hints import compile_hint
-from policy.reader import Declaration
+from policy.language import ast
+from policy.language.checker import Declaration
+from policy.language.compiler.context import Context
+from policy.model.diagnostics import Span
+from policy.model.hint_template import compile_hint
 from policy.resources import data_dir
 
 

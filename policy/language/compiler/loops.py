@@ -6,14 +6,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from policy import ast
-from policy.compiled import ErrorStreakRule, FrequencyRule, OscillationRule, RepeatRule, ToolLimit
-from policy.compiler.context import Context, first_value, int_value, word
-from policy.decision import RuleRef
-from policy.diagnostics import Span
-from policy.hints import HintTemplate
-from policy.reader import Declaration, Setting
-from policy.schema import LOOPS
+from policy.language import ast
+from policy.language.checker import Declaration, Setting
+from policy.language.compiler.context import Context, first_value, int_value, word
+from policy.language.schema import LOOPS
+from policy.model.compiled import ErrorStreakRule, FrequencyRule, OscillationRule, RepeatRule, ToolLimit
+from policy.model.decision import RuleRef
+from policy.model.diagnostics import Span
+from policy.model.hint_template import HintTemplate
 
 DEFAULT_REPEAT_WINDOW = 20
 """DeerFlow's window of recent calls for ``loop repeat``."""

@@ -10,16 +10,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, cast
 
-from policy import ast
-from policy.compiled import PolicyTest, TestCall, TestStep
-from policy.compiler.context import Context
-from policy.decision import Action
-from policy.diagnostics import Span
-from policy.parser import _BareName
-from policy.patterns import compile_regex
-from policy.reader import check_statement, split_run_on_lines
-from policy.report import did_you_mean, join_help, quoted_list
-from policy.schema import CALL_STEP, STEPS
+from policy.language import ast
+from policy.language.checker import check_statement, split_run_on_lines
+from policy.language.collector import did_you_mean, join_help, quoted_list
+from policy.language.compiler.context import Context
+from policy.language.parser import _BareName
+from policy.language.patterns import compile_regex
+from policy.language.schema import CALL_STEP, STEPS
+from policy.model.compiled import PolicyTest, TestCall, TestStep
+from policy.model.decision import Action
+from policy.model.diagnostics import Span
 
 MAX_TEST_STEPS = 10_000
 """A test expands (``repeat``) to at most this many steps."""

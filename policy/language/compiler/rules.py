@@ -5,14 +5,14 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 
-from policy import ast
-from policy.compiled import WRITING_ROLES, GateRule, Normalizer, SignatureRule, ToolSpec, Validator
-from policy.compiler.context import Context, first_value, names, word
-from policy.decision import RuleRef
-from policy.patterns import check_glob, check_replacement, compile_regex, replacement_template
-from policy.reader import Declaration
-from policy.report import did_you_mean, join_help, quoted_list
-from policy.schema import GATE, SIGNATURE
+from policy.language import ast
+from policy.language.checker import Declaration
+from policy.language.collector import did_you_mean, join_help, quoted_list
+from policy.language.compiler.context import Context, first_value, names, word
+from policy.language.patterns import check_glob, check_replacement, compile_regex, replacement_template
+from policy.language.schema import GATE, SIGNATURE
+from policy.model.compiled import WRITING_ROLES, GateRule, Normalizer, SignatureRule, ToolSpec, Validator
+from policy.model.decision import RuleRef
 
 DEFAULT_TIMEOUT = 10.0
 

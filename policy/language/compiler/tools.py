@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from policy import ast
-from policy.compiled import ROLE_FIELDS, ROLE_STATEMENTS, Pattern, ToolRole, ToolSpec
-from policy.compiler.context import Context, first_value, names
-from policy.patterns import compile_regex
-from policy.reader import Setting
-from policy.report import did_you_mean, join_help, quoted_list
+from policy.language import ast
+from policy.language.checker import Setting
+from policy.language.collector import did_you_mean, join_help, quoted_list
+from policy.language.compiler.context import Context, first_value, names
+from policy.language.patterns import compile_regex
+from policy.model.compiled import ROLE_FIELDS, ROLE_STATEMENTS, Pattern, ToolRole, ToolSpec
 
 OPTIONAL_FIELDS = frozenset({"append", "all", "start", "end", "limit"})
 """Role fields a mapping may leave out; every other field of its role is required."""

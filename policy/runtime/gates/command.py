@@ -18,9 +18,9 @@ import signal
 import subprocess
 import tempfile
 
-from policy.compiled import Validator
-from policy.gates.problems import INCOMPLETE, VALID, Problem, Verdict, invalid, unavailable
-from policy.hints import truncate_middle
+from policy.model.compiled import Validator
+from policy.model.hint_template import truncate_middle
+from policy.runtime.gates.problems import INCOMPLETE, VALID, Problem, Verdict, invalid, unavailable
 
 FILE_PLACEHOLDER = "{file}"
 OUTPUT_LIMIT = 4000

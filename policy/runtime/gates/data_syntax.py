@@ -2,7 +2,7 @@
 
 These parsers read left to right and report the first error, so a cut-off
 text is told from a broken one by where the error is: at the end, or inside
-the scalar the text ends with (``policy.gates.prefix.is_cut_off``).
+the scalar the text ends with (``policy.runtime.gates.prefix.is_cut_off``).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import tomllib
 from types import ModuleType
 from typing import Any
 
-from policy.gates.prefix import is_cut_off
-from policy.gates.problems import (
+from policy.runtime.gates.prefix import is_cut_off
+from policy.runtime.gates.problems import (
     INCOMPLETE,
     TOO_DEEP,
     VALID,

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from policy.compiled import ToolSpec
+from policy.model.compiled import ToolSpec
 
 ReadFile = Callable[[str], str | None]
 

@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from fnmatch import fnmatchcase
 from typing import Any
 
-from policy.compiled import CompiledPolicy, GateRule
-from policy.decision import Decision
-from policy.events import ToolCall
-from policy.gates.effects import FileEffect, ReadFile, file_effect
-from policy.gates.problems import Problem, snippet
-from policy.gates.validators import validate
-from policy.variables import HintVariables
+from policy.model.compiled import CompiledPolicy, GateRule
+from policy.model.decision import Decision
+from policy.model.events import ToolCall
+from policy.model.variables import HintVariables
+from policy.runtime.gates.effects import FileEffect, ReadFile, file_effect
+from policy.runtime.gates.problems import Problem, snippet
+from policy.runtime.gates.validators import validate
 
 
 def matching_gate(gates: Sequence[GateRule], path: str) -> GateRule | None:

@@ -2,7 +2,7 @@
 
 With ``partial``, a text that does not parse is closed — open string and
 brackets, a body for a block header, ``finally`` for an open ``try`` — and
-parsed again (``policy.gates.prefix``).  What remains is a genuine error only
+parsed again (``policy.runtime.gates.prefix``).  What remains is a genuine error only
 when it lies in text no append can change.
 """
 
@@ -13,8 +13,8 @@ import codeop
 import threading
 import warnings
 
-from policy.gates.prefix import PythonTail, scan_python
-from policy.gates.problems import (
+from policy.runtime.gates.prefix import PythonTail, scan_python
+from policy.runtime.gates.problems import (
     INCOMPLETE,
     TOO_DEEP,
     VALID,

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from policy.compiled import Validator
-from policy.gates.command import run_checker
-from policy.gates.data_syntax import check_json, check_toml, check_yaml
-from policy.gates.problems import Verdict, unavailable
-from policy.gates.python_syntax import check_python
+from policy.model.compiled import Validator
+from policy.runtime.gates.command import run_checker
+from policy.runtime.gates.data_syntax import check_json, check_toml, check_yaml
+from policy.runtime.gates.problems import Verdict, unavailable
+from policy.runtime.gates.python_syntax import check_python
 
 BUILTIN_CHECKS: dict[str, Callable[[str, bool], Verdict]] = {
     "python": check_python,

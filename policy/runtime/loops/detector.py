@@ -17,19 +17,19 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from policy.compiled import CompiledPolicy
-from policy.decision import ALLOW, SEVERITY, Decision
-from policy.events import ToolCall, ToolResult
-from policy.fingerprint import fingerprint
-from policy.loops.finding import Finding
-from policy.loops.frequency import FrequencyLayer
-from policy.loops.keys import CallKeys
-from policy.loops.oscillation import OscillationLayer
-from policy.loops.repeat import RepeatLayer
-from policy.loops.state import MAX_OPEN_CALLS, ScopeState, drop_oldest
-from policy.loops.streak import ErrorKey, ErrorStreakLayer
-from policy.output import Output, output_reader
-from policy.variables import call_summary, common_variables
+from policy.model.compiled import CompiledPolicy
+from policy.model.decision import ALLOW, SEVERITY, Decision
+from policy.model.events import ToolCall, ToolResult
+from policy.model.fingerprint import fingerprint
+from policy.model.variables import call_summary, common_variables
+from policy.runtime.loops.finding import Finding
+from policy.runtime.loops.frequency import FrequencyLayer
+from policy.runtime.loops.keys import CallKeys
+from policy.runtime.loops.oscillation import OscillationLayer
+from policy.runtime.loops.repeat import RepeatLayer
+from policy.runtime.loops.state import MAX_OPEN_CALLS, ScopeState, drop_oldest
+from policy.runtime.loops.streak import ErrorKey, ErrorStreakLayer
+from policy.runtime.output import Output, output_reader
 
 log = logging.getLogger("policy.loops")
 
@@ -84,7 +84,7 @@ class LoopDetector:
     ) -> Decision:
         """Progress bookkeeping for ``repeat``, then ``error_streak`` and ``oscillation``.
 
-        ``output`` is the result's content as ``policy.output`` read it (read here when None).
+        ``output`` is the result's content as ``policy.runtime.output`` read it (read here when None).
         """
         if output is None:
             output = self._outputs.read(result.content)

@@ -6,9 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from policy.decision import Action, RuleRef
-from policy.events import ToolCall
-from policy.hints import HintTemplate, truncate_middle
+from policy.model.decision import Action, RuleRef
+from policy.model.events import ToolCall
+from policy.model.hint_template import HintTemplate, truncate_middle
 
 EXCERPT_LENGTH = 160
 
@@ -18,7 +18,7 @@ class Finding:
     """What a layer found: a warning candidate or a stop, with the facts its hint shows."""
 
     kind: str
-    """The rule kind of ``policy.hints.RULE_VARIABLES``: repeat, frequency, error_streak, oscillation."""
+    """The rule kind of ``hint_template.RULE_VARIABLES``: repeat, frequency, error_streak, oscillation."""
     action: Action
     ref: RuleRef
     hint: HintTemplate | None

@@ -8,11 +8,11 @@ decays the tool can warn again.
 
 from __future__ import annotations
 
-from policy.compiled import FrequencyRule
-from policy.decision import Action
-from policy.events import ToolCall
-from policy.loops.finding import Finding
-from policy.loops.state import FrequencyState
+from policy.model.compiled import FrequencyRule
+from policy.model.decision import Action
+from policy.model.events import ToolCall
+from policy.runtime.loops.finding import Finding
+from policy.runtime.loops.state import FrequencyState
 
 
 class FrequencyLayer:

@@ -8,7 +8,7 @@ order-normalised, and stays part of the key whatever ``key`` says.  A long
 key is replaced by a hash.  A batch's key is the sorted multiset of its
 calls' keys.
 
-The loop state stores their fingerprints (``policy.fingerprint``).
+The loop state stores their fingerprints (``policy.model.fingerprint``).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from policy.compiled import CompiledPolicy, ToolSpec
-from policy.events import ToolCall
-from policy.jsontext import compact
+from policy.model.compiled import CompiledPolicy, ToolSpec
+from policy.model.events import ToolCall
+from policy.model.jsontext import compact
 
 READ_BUCKET_LINES = 200
 """Reads whose line ranges fall in the same 200-line buckets are the same read."""

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from policy.compiled import OscillationRule
-from policy.events import ToolCall
-from policy.fingerprint import digest, fingerprint
-from policy.loops.finding import Finding
-from policy.loops.state import DIGEST, OscillationState
-from policy.variables import call_summary
+from policy.model.compiled import OscillationRule
+from policy.model.events import ToolCall
+from policy.model.fingerprint import digest, fingerprint
+from policy.model.variables import call_summary
+from policy.runtime.loops.finding import Finding
+from policy.runtime.loops.state import DIGEST, OscillationState
 
 CYCLE_CALL_LENGTH = 60
 """Characters of each call summary in a reported cycle."""

@@ -14,14 +14,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from policy.compiled import RepeatRule
-from policy.decision import Action
-from policy.events import ToolCall
-from policy.fingerprint import fingerprint
-from policy.loops.finding import Finding, excerpt
-from policy.loops.keys import batch_key
-from policy.loops.state import DIGEST, EXCERPTS, TOMBSTONE, RepeatState
-from policy.variables import call_summary
+from policy.model.compiled import RepeatRule
+from policy.model.decision import Action
+from policy.model.events import ToolCall
+from policy.model.fingerprint import fingerprint
+from policy.model.variables import call_summary
+from policy.runtime.loops.finding import Finding, excerpt
+from policy.runtime.loops.keys import batch_key
+from policy.runtime.loops.state import DIGEST, EXCERPTS, TOMBSTONE, RepeatState
 
 _MASK = (1 << (8 * DIGEST)) - 1
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from policy.compiled import ErrorStreakRule, SignatureRule
-from policy.decision import Action
-from policy.events import ToolCall, ToolResult
-from policy.fingerprint import fingerprint
-from policy.loops.finding import Finding, tail_excerpt
-from policy.loops.keys import stable_json
-from policy.loops.state import StreakState
+from policy.model.compiled import ErrorStreakRule, SignatureRule
+from policy.model.decision import Action
+from policy.model.events import ToolCall, ToolResult
+from policy.model.fingerprint import fingerprint
+from policy.runtime.loops.finding import Finding, tail_excerpt
+from policy.runtime.loops.keys import stable_json
+from policy.runtime.loops.state import StreakState
 
 ErrorKey = tuple[Any, ...]
 
