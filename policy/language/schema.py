@@ -118,6 +118,16 @@ LOOPS: dict[str, dict[str, Spec]] = {
     ),
 }
 
+WORKSPACE = _block(
+    Spec("sweep", ("on|off",)),
+    Spec("shell_writes", ("on|off",)),
+    Spec("progress", ("on|off",)),
+    Spec("track", ("STRING+",)),
+    Spec("max_files", ("INT",)),
+    Spec("hint", ("NAME",)),
+    Spec("incomplete_hint", ("NAME",)),
+)
+
 DECLARATIONS = _block(
     Spec("policy", ("STRING",), block=POLICY),
     Spec("extends", ("STRING",)),
@@ -128,6 +138,7 @@ DECLARATIONS = _block(
     Spec("normalize", ("REGEX STRING",)),
     Spec("loop", ("NAME",), block={}, variants=LOOPS),
     Spec("hint", ("NAME STRING", "NAME file STRING")),
+    Spec("workspace", ("",), block=WORKSPACE, block_required=True),
     Spec("test", ("STRING",), block={}, block_required=True, steps=True),
 )
 """Top-level statements."""

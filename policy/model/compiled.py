@@ -228,6 +228,26 @@ class OscillationRule:
 
 
 @dataclass(frozen=True)
+class WorkspaceRule:
+    """``workspace { … }``: what the guard does with the files the agent works on."""
+
+    ref: RuleRef
+    sweep: bool = False
+    """After a command, re-check the gated files it changed; a file it broke gets a hint."""
+    shell_writes: bool = False
+    """Gate a command whose text says what it writes (``cat > f <<'EOF'``) before it runs."""
+    progress: bool = False
+    """A state change is a new content fingerprint of the workspace (else ``mutates_when``)."""
+    track: tuple[str, ...] = ()
+    """Globs of files the snapshot covers beyond the gated ones (their content counts as progress)."""
+    max_files: int = 20_000
+    hint: HintTemplate | None = None
+    """The sweep's hint (kind ``sweep``)."""
+    incomplete_hint: HintTemplate | None = None
+    """What the model reads about a file still left as an incomplete prefix (kind ``incomplete``)."""
+
+
+@dataclass(frozen=True)
 class TestCall:
     name: str
     args: Mapping[str, Any]
@@ -278,6 +298,7 @@ class CompiledPolicy:
     frequency: FrequencyRule | None = None
     error_streak: ErrorStreakRule | None = None
     oscillation: OscillationRule | None = None
+    workspace: WorkspaceRule | None = None
     hints: Mapping[str, HintTemplate] = field(default_factory=dict)
     tests: tuple[PolicyTest, ...] = ()
 

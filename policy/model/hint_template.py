@@ -34,6 +34,8 @@ RULE_VARIABLES: dict[str, frozenset[str]] = {
     "frequency": frozenset({"count", "warn", "stop", "window"}),
     "error_streak": frozenset({"count", "warn", "stop", "signature", "captures", "excerpt"}),
     "oscillation": frozenset({"count", "period", "repeats", "cycle"}),
+    "sweep": frozenset({"path", "line", "column", "message", "snippet", "validator", "output", "command"}),
+    "incomplete": frozenset({"path", "line", "column", "snippet", "where", "validator"}),
 }
 """Variables a hint may use, by rule kind (signatures add their named groups)."""
 

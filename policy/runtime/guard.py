@@ -34,6 +34,10 @@ from policy.runtime.loops.detector import LoopDetector
 from policy.runtime.loops.state import MAX_OPEN_CALLS, ScopeState, drop_oldest
 from policy.runtime.output import output_reader
 from policy.runtime.signatures import diagnose, hint_decision
+from policy.runtime.workspace.base import Workspace
+from policy.runtime.workspace.local import DEFAULT_MAX_FILES, LocalWorkspace
+from policy.runtime.workspace.progress import command_mutates
+from policy.runtime.workspace.watch import FileWatch
 from policy.stores.memory import MemoryStore, Store
 
 log = logging.getLogger("policy.guard")
@@ -62,12 +66,16 @@ class Guard:
         *,
         read_file: ReadFile | None = None,
         store: Store | None = None,
+        workspace: Workspace | str | os.PathLike[str] | None = None,
     ) -> None:
         self.policy = policy if isinstance(policy, CompiledPolicy) else load_policy(policy)
-        self.read_file: ReadFile = read_file or read_local_file
+        self.workspace: Workspace | None = _local(workspace, self.policy)
+        """The files the agent works on (``workspace { … }`` in the policy says what is done with them)."""
+        self.read_file: ReadFile = read_file or _workspace_reader(self.workspace)
         self.store: Store = store if store is not None else MemoryStore(self.policy.max_scopes)
         self._loops = LoopDetector(self.policy)
         self._outputs = output_reader(self.policy)
+        self._files = FileWatch(self.policy, self.read_file, self.workspace)
 
     # --- events -------------------------------------------------------------
 
@@ -122,10 +130,14 @@ class Guard:
             decision = self._loops.on_turn(state, calls)
             if decision.action == "warn" and decision.call_id is not None:
                 _pending(state, decision.call_id)[_WARNING] = decision.to_dict()
+            if decision.action != "stop":
+                self._files.on_turn(state.files, calls, lambda call_id: _pending(state, call_id))
         return decision
 
     def _on_call(self, call: ToolCall, scope: Scope) -> Decision:
         spec = self.policy.tool(call.name)
+        if spec.role == "run":
+            return self._on_command(call, scope)
         if spec.role not in WRITING_ROLES:
             return ALLOW
         effect = file_effect(spec, call.args, self.read_file)
@@ -133,30 +145,54 @@ class Guard:
             return ALLOW
         decision = check_write(self.policy, call, self.read_file, effect)
         with self.store.scope(scope) as state:
-            _pending(state, call.id)[_CHANGES_FILE] = effect.changes_file
+            entry = _pending(state, call.id)
+            entry[_CHANGES_FILE] = effect.changes_file
             if decision.action != "block":
+                entry.update(self._files.write_pending(effect, decision))
                 return decision
-            rejection = ToolResult(content=decision.hint or "", status="error")
-            error_key = ("gate", {"gate": decision.rule.name if decision.rule else "",
-                                  "path": str(decision.metadata.get("path", "")),
-                                  "message": str(decision.metadata.get("message", ""))})
-            streak = self._loops.on_result(state, call, rejection, failed=True, error_key=error_key,
-                                           state_changed=False)
-            warning = _take_pending(state, call.id)
+            return self._blocked(state, call, decision)
+
+    def _on_command(self, call: ToolCall, scope: Scope) -> Decision:
+        """A command's own writes gated; the workspace noted before it runs."""
+        command = self.policy.tool(call.name).arg("command", call.args)
+        check = self._files.check_command(call, command) if isinstance(command, str) else None
+        if check is None and not self._files.needs_snapshot(call):
+            return ALLOW
+        with self.store.scope(scope) as state:
+            if check is not None and check.decision.action == "block":
+                return self._blocked(state, call, check.decision)
+            entry = _pending(state, call.id)
+            if check is not None:
+                entry.update(check.pending)
+            self._files.before_run(state.files, entry)
+        return check.decision if check is not None else ALLOW
+
+    def _blocked(self, state: ScopeState, call: ToolCall, decision: Decision) -> Decision:
+        """A blocked call is a failed result for the error streak; its pending warning goes with it."""
+        rejection = ToolResult(content=decision.hint or "", status="error")
+        error_key = ("gate", {"gate": decision.rule.name if decision.rule else "",
+                              "path": str(decision.metadata.get("path", "")),
+                              "message": str(decision.metadata.get("message", ""))})
+        streak = self._loops.on_result(state, call, rejection, failed=True, error_key=error_key,
+                                       state_changed=False)
+        warning = _take_pending(state, call.id)
         return _combine([decision, streak, warning])
 
     def _on_result(self, call: ToolCall, result: ToolResult, scope: Scope) -> Decision:
         output = self._outputs.read(result.content)
         diagnosis = diagnose(self.policy, call, result, output)
         signature = hint_decision(self.policy, call, result, diagnosis)
+        after = self._files.snapshot() if self._files.needs_snapshot(call) else None
         with self.store.scope(scope) as state:
             pending = state.pending.pop(call.id, {})
-            changed = self._state_changed(call, diagnosis.failed, pending.get(_CHANGES_FILE))
+            files, progress = self._files.on_result(state.files, call, pending, diagnosis.failed, after)
+            changed = progress if progress is not None else self._state_changed(
+                call, diagnosis.failed, pending.get(_CHANGES_FILE))
             loops = self._loops.on_result(state, call, result, failed=diagnosis.failed,
                                           error_key=diagnosis.key if diagnosis.failed else None,
                                           state_changed=changed, output=output)
         warning = _restore(pending.get(_WARNING))
-        return _combine([warning, loops, signature])
+        return _combine([warning, loops, signature, *files])
 
     def _state_changed(self, call: ToolCall, failed: bool, changes_file: Any) -> bool:
         """Did this call change the sandbox?  A failed call, or a write of identical content, did not."""
@@ -165,9 +201,9 @@ class Guard:
         spec = self.policy.tool(call.name)
         if spec.role in WRITING_ROLES:
             return changes_file is not False
-        if spec.role == "run" and spec.mutates_when is not None:
+        if spec.role == "run":
             command = spec.arg("command", call.args)
-            return isinstance(command, str) and spec.mutates_when.search(command) is not None
+            return isinstance(command, str) and command_mutates(spec, command)
         return False
 
     def _guarded(self, event: str, evaluate: Callable[[], Decision]) -> Decision:
@@ -181,6 +217,30 @@ class Guard:
                 hint = f"[policy] internal error ({type(err).__name__}); the call was not checked."
                 return Decision(action="block", rule=_INTERNAL, hint=hint, metadata=fault)
             return Decision(action="allow", rule=_INTERNAL, metadata=fault)
+
+
+def _local(workspace: Workspace | str | os.PathLike[str] | None, policy: CompiledPolicy) -> Workspace | None:
+    """A root folder as a ``LocalWorkspace`` bounded by the policy's ``max_files``."""
+    if not isinstance(workspace, str | os.PathLike):
+        return workspace
+    rule = policy.workspace
+    return LocalWorkspace(workspace, max_files=rule.max_files if rule is not None else DEFAULT_MAX_FILES)
+
+
+def _workspace_reader(workspace: Workspace | None) -> ReadFile:
+    """The write gates' reader: the workspace's files (relative paths from its root), else the disk."""
+    if workspace is None:
+        return read_local_file
+    if isinstance(workspace, LocalWorkspace):
+        root = workspace.root
+        return lambda path: read_local_file(os.path.join(root, path))
+    reader = workspace
+
+    def read(path: str) -> str | None:
+        relative = reader.relative(path)
+        return reader.read(relative) if relative is not None else None
+
+    return read
 
 
 def _pending(state: ScopeState, call_id: str) -> dict[str, Any]:

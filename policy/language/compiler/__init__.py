@@ -18,6 +18,7 @@ from policy.language.compiler.loops import compile_loops
 from policy.language.compiler.policy_tests import compile_tests
 from policy.language.compiler.rules import compile_gates, compile_normalizers, compile_signatures
 from policy.language.compiler.tools import compile_tools, key_args
+from policy.language.compiler.workspace import compile_workspace
 from policy.language.compose import Composition
 from policy.model.compiled import CompiledPolicy
 from policy.model.diagnostics import has_errors
@@ -42,6 +43,7 @@ def compile_policy(composition: Composition, report: Report) -> CompiledPolicy |
     signatures = compile_signatures(ctx)
     normalizers = compile_normalizers(ctx)
     loops = compile_loops(ctx)
+    workspace = compile_workspace(ctx)
     tests = compile_tests(ctx)
     _report_unused_hints(ctx)
     if has_errors(report.diagnostics):
@@ -63,6 +65,7 @@ def compile_policy(composition: Composition, report: Report) -> CompiledPolicy |
         frequency=loops.frequency,
         error_streak=loops.error_streak,
         oscillation=loops.oscillation,
+        workspace=workspace,
         hints=MappingProxyType(dict(ctx.hints)),
         tests=tests,
     )

@@ -1,6 +1,6 @@
 """Write gates: the file a write or edit would leave, checked before the call runs."""
 
 from policy.runtime.gates.effects import FileEffect, file_effect
-from policy.runtime.gates.gate import check_write, matching_gate
+from policy.runtime.gates.gate import check_effect, check_write, matching_gate
 
-__all__ = ["FileEffect", "check_write", "file_effect", "matching_gate"]
+__all__ = ["FileEffect", "check_effect", "check_write", "file_effect", "matching_gate"]

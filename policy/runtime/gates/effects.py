@@ -58,7 +58,7 @@ def file_effect(spec: ToolSpec, args: Mapping[str, Any], read_file: ReadFile) ->
 def _write(spec: ToolSpec, args: Mapping[str, Any], path: str, read_file: ReadFile) -> FileEffect | None:
     """``write_file(path, content, append=False)``: a missing file appends to empty text."""
     content = spec.arg("content", args)
-    append = _flag(spec.arg("append", args))
+    append = flag(spec.arg("append", args))
     if not isinstance(content, str) or append is None:
         return None
     before = _read(read_file, path)
@@ -71,7 +71,7 @@ Replacement = tuple[str, str, bool]
 def _replacement(item: Mapping[str, Any], names: Mapping[str, str]) -> Replacement | None:
     """``(old, new, all)`` from the arguments (or one item of a multi-edit) named by the role fields."""
     old, new = item.get(names.get("old", "")), item.get(names.get("new", ""))
-    every = _flag(item.get(names.get("all", "")))
+    every = flag(item.get(names.get("all", "")))
     if not isinstance(old, str) or not isinstance(new, str) or every is None:
         return None
     return old, new, every
@@ -142,7 +142,7 @@ def _path(value: Any) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
 
-def _flag(value: Any) -> bool | None:
+def flag(value: Any) -> bool | None:
     """A boolean argument: missing is false; ``"true"``/``"false"``, 1/0 are understood; None otherwise."""
     if value is None or isinstance(value, bool):
         return bool(value)

@@ -47,7 +47,15 @@ def check_write(policy: CompiledPolicy, call: ToolCall, read_file: ReadFile,
         effect = file_effect(spec, call.args, read_file)
     if effect is None or not effect.changes_file:
         return allow
-    partial = gate.partial and spec.role == "write"
+    return check_effect(policy, gate, call, effect, writes=spec.role == "write")
+
+
+def check_effect(policy: CompiledPolicy, gate: GateRule, call: ToolCall, effect: FileEffect, *,
+                 writes: bool) -> Decision:
+    """The gate's decision on the text ``effect`` leaves; ``writes``: the call writes (or appends)
+    text rather than editing it, so ``partial allow`` applies."""
+    allow = Decision(call_id=call.id)
+    partial = gate.partial and writes
     verdict = validate(gate.validator, effect.after, effect.path, partial=partial)
     if verdict.status == "valid":
         return allow

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from policy.runtime.workspace.state import WorkspaceState
+
 DIGEST = 8
 """Bytes per fingerprint."""
 EXCERPTS = 3
@@ -100,6 +102,8 @@ class ScopeState:
     """Call id → its key, from its turn until its result arrives (at most ``MAX_OPEN_CALLS``)."""
     pending: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Call id → decisions waiting for that call's result (owned by the guard; JSON values only)."""
+    files: WorkspaceState = field(default_factory=WorkspaceState)
+    """What the guard knows about the workspace's files (``policy.runtime.workspace.state``)."""
 
     def to_json(self) -> str:
         r, f, s, o = self.repeat, self.frequency, self.streak, self.oscillation
@@ -122,6 +126,7 @@ class ScopeState:
                                 "warned": o.warned.hex()},
                 "open_calls": self.open_calls,
                 "pending": self.pending,
+                "files": self.files.to_json(),
             },
             ensure_ascii=False,
             separators=(",", ":"),
@@ -166,6 +171,7 @@ class ScopeState:
             ),
             open_calls={str(k): _str(v, "open_calls") for k, v in root.get("open_calls", dict).items()},
             pending={str(k): v for k, v in root.get("pending", dict).items() if isinstance(v, dict)},
+            files=WorkspaceState.from_json(data.get("files")),
         )
         repeat, oscillation = state.repeat, state.oscillation
         if (
