@@ -46,7 +46,8 @@ def claude_code(policy_source: str) -> None:
         click.echo(json.dumps({"systemMessage": message}))
         return
     try:
-        reply = answer(Guard(policy, read_file=file_reader(event.cwd), store=FileStore()), event)
+        guard = Guard(policy, read_file=file_reader(event.cwd), store=FileStore(), workspace=event.cwd)
+        reply = answer(guard, event)
     except Exception as err:  # the agent is never broken by the guard
         click.echo(f"{_PREFIX}: internal error, no decision: {type(err).__name__}: {err}", err=True)
         return

@@ -146,7 +146,7 @@ DECLARATIONS = _block(
 CALL_STEP = Spec("call", ("ARG JSON", "ARG"), block={})
 """``call TOOL {JSON}``; ``call TOOL {}`` is an empty block, read as no arguments."""
 
-EXPECTED_RULE_KINDS = ("gate", "signature", "loop")
+EXPECTED_RULE_KINDS = ("gate", "signature", "loop", "sweep", "incomplete")
 STEPS: dict[str, Spec] = {
     "file": Spec("file", ("STRING STRING",)),
     "call": CALL_STEP,

@@ -75,15 +75,17 @@ def replay_lines(policy: CompiledPolicy, lines: Iterable[str], name: str = "trac
         if decision.action != "allow":
             report.records.append(Record(line_number, kind, call, decision))
 
-    session = Session(policy, listener=listen)
+    events = list(read_events(lines))
+    snapshots = any(isinstance(event, ResultEvent) and event.files is not None for _, event in events)
+    session = Session(policy, listener=listen, workspace=snapshots)
     scopes: dict[str, Scope] = {}
-    for line_number, event in read_events(lines):
+    for line_number, event in events:
         if isinstance(event, TraceError):
             report.errors.append(event)
             continue
         report.events += 1
         if isinstance(event, FileEvent):
-            session.files.files[event.path] = event.content
+            session.files.put(event.path, event.content)
         elif isinstance(event, TurnEvent):
             scope = Scope(thread_id=event.thread, run_id=event.run or "run")
             calls = [ToolCall(id=c.id, name=c.tool, args=c.args) for c in event.calls]
@@ -100,7 +102,8 @@ def replay_lines(policy: CompiledPolicy, lines: Iterable[str], name: str = "trac
             if session.is_stopped(result_scope):
                 report.skipped += 1
                 continue
-            session.result(event.id, ToolResult(content=event.content, status=event.status), result_scope)
+            session.result(event.id, ToolResult(content=event.content, status=event.status), result_scope,
+                           event.files)
     return report
 
 

@@ -3,6 +3,7 @@
     {"type": "file", "path": "app.py", "content": "…"}
     {"type": "turn", "thread": "t1", "run": "r1", "calls": [{"id": "c1", "tool": "bash", "args": {…}}]}
     {"type": "result", "id": "c1", "status": "error", "content": "…"}
+    {"type": "result", "id": "c2", "content": "", "files": {"app.py": "…", "old.py": null}}
 
 A line that is not a valid event becomes a ``TraceError`` naming the line;
 reading goes on with the next line.
@@ -46,6 +47,8 @@ class ResultEvent(_Event):
     id: str
     status: Literal["success", "error"] = "success"
     content: Any = ""
+    files: dict[str, str | None] | None = None
+    """The files the call changed, as it left them (path → text; null: deleted)."""
 
 
 Event = FileEvent | TurnEvent | ResultEvent

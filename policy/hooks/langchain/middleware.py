@@ -33,7 +33,7 @@ import inspect
 import logging
 import os
 import threading
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -57,7 +57,9 @@ from policy.hooks.langchain.scope import RunScopes
 from policy.model.compiled import CompiledPolicy
 from policy.model.decision import Decision
 from policy.model.events import Scope, ToolCall, ToolResult
-from policy.runtime.guard import Guard
+from policy.runtime.guard import Guard, read_local_file
+from policy.runtime.workspace.base import Workspace
+from policy.runtime.workspace.listed import ListedWorkspace
 from policy.stores.memory import Store
 
 log = logging.getLogger("policy.hooks.langchain")
@@ -66,6 +68,9 @@ ToolOutcome = ToolMessage | Command[Any]
 ReadFile = Callable[[str], "str | None"] | Callable[[Any, str], "str | None"]
 """``read_file(path)``, or ``read_file(runtime, path)`` for readers that need the tool's runtime
 (DeerFlow's sandbox reader).  ``None`` or ``FileNotFoundError``: the file does not exist."""
+
+ListFiles = Callable[[], Iterable[Sequence[Any]]] | Callable[[Any], Iterable[Sequence[Any]]]
+"""``list_files()``, or ``list_files(runtime)`` for a lister that needs the tool's runtime."""
 
 _tool_runtime: contextvars.ContextVar[Any] = contextvars.ContextVar("policy_tool_runtime", default=None)
 
@@ -77,7 +82,11 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ``read_file``: how a write gate reads the file a call would change (default:
     the local file system).  ``store``: where per-scope state lives (default: in
     memory, bounded by the policy's ``max_scopes``; pass a shared store when
-    several workers serve one run).
+    several workers serve one run).  ``workspace``: the folder the agent works
+    in (the policy's ``workspace { … }`` says what is done with it: sweeps,
+    progress); with ``list_files``, that folder is in a sandbox elsewhere and
+    ``list_files()`` (or ``list_files(runtime)``) lists its files as
+    ``(path, size, mtime_ns[, ctime_ns])`` (see ``policy.runtime.workspace.listed``).
     """
 
     def __init__(
@@ -85,10 +94,13 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         policy: CompiledPolicy | str | os.PathLike[str] = "builtin:default",
         read_file: ReadFile | None = None,
         store: Store | None = None,
+        workspace: str | os.PathLike[str] | Workspace | None = None,
+        list_files: ListFiles | None = None,
     ) -> None:
         super().__init__()
         reader = _reader_for(read_file) if read_file is not None else None
-        self.guard = Guard(policy, read_file=reader, store=store)
+        self.guard = Guard(policy, read_file=reader, store=store,
+                           workspace=_workspace_for(workspace, list_files, reader))
         limit = self.guard.policy.max_scopes
         self.scopes = RunScopes(limit)
         self._lock = threading.Lock()
@@ -176,9 +188,11 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         except GraphBubbleUp:
             raise
         except Exception as err:
-            self.guard.on_result(call, _raised(err), scope)
+            with _bound_tool_runtime(request.runtime):
+                self.guard.on_result(call, _raised(err), scope)
             raise
-        decision = self.guard.on_result(call, _tool_result(outcome, call), scope)
+        with _bound_tool_runtime(request.runtime):
+            decision = self.guard.on_result(call, _tool_result(outcome, call), scope)
         return self._delivered(call, outcome, decision, scope, request)
 
     async def awrap_tool_call(self, request: ToolCallRequest,
@@ -195,9 +209,11 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         except GraphBubbleUp:
             raise
         except Exception as err:
-            await self.guard.aon_result(call, _raised(err), scope)
+            with _bound_tool_runtime(request.runtime):
+                await self.guard.aon_result(call, _raised(err), scope)
             raise
-        decision = await self.guard.aon_result(call, _tool_result(outcome, call), scope)
+        with _bound_tool_runtime(request.runtime):
+            decision = await self.guard.aon_result(call, _tool_result(outcome, call), scope)
         return self._delivered(call, outcome, decision, scope, request)
 
     def _stopped_refusal(self, call: ToolCall, scope: Scope) -> ToolMessage | None:
@@ -350,6 +366,24 @@ def _bound_tool_runtime(runtime: Any) -> Iterator[None]:
         yield
     finally:
         _tool_runtime.reset(token)
+
+
+def _workspace_for(workspace: str | os.PathLike[str] | Workspace | None, list_files: ListFiles | None,
+                   reader: Callable[[str], str | None] | None) -> str | os.PathLike[str] | Workspace | None:
+    """The guard's workspace: a local folder, or, with a lister, a folder of a remote sandbox."""
+    if list_files is None:
+        return workspace
+    if not isinstance(workspace, str | os.PathLike):
+        raise TypeError("list_files= needs workspace= to name the sandbox folder it lists")
+    lister = list_files
+    takes_runtime = _required_positional_count(lister) == 1
+
+    def listed() -> Iterable[Sequence[Any]]:
+        if takes_runtime:
+            return lister(_tool_runtime.get())  # type: ignore[call-arg]
+        return lister()  # type: ignore[call-arg]
+
+    return ListedWorkspace(listed, reader or read_local_file, root=os.fspath(workspace))
 
 
 def _reader_for(read_file: ReadFile) -> Callable[[str], str | None]:
