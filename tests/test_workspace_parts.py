@@ -168,3 +168,12 @@ def test_the_open_end_of_an_incomplete_prefix_is_located(text: str, validator: s
                                                          where: tuple[int, int, str]) -> None:
     end = open_end(text, validator)
     assert (end.line, end.column, end.where) == where
+
+
+def test_the_walk_gives_the_files_in_path_order(tmp_path: Path) -> None:
+    for path in ("a.py", "a/b.py", "a-b.py", "a/c/d.py", "a/a.py", "b.py", "A.py", "a0/x.py"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("x = 1\n")
+    snapshot = LocalWorkspace(tmp_path).snapshot(PY)
+    assert list(snapshot.paths) == sorted(snapshot.paths) and len(snapshot) == 8
+    assert all(snapshot.stat(path) is not None for path in snapshot.paths)

@@ -73,8 +73,8 @@ _NEUTRAL = frozenset({"mkdir", "true", ":"})
 
 def shell_writes(command: str) -> list[ShellWrite]:
     """The writes ``command`` makes that its text fully determines, in the order it makes them."""
-    if len(command) > MAX_COMMAND:
-        return []
+    if len(command) > MAX_COMMAND or (">" not in command and "tee" not in command):
+        return []  # every write read here redirects output or is a tee
     writes: list[ShellWrite] = []
     with contextlib.suppress(_Unreadable):
         _read(command, writes)

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import threading
 import time
+from array import array
 from dataclasses import dataclass
 
 from policy.runtime.workspace.coverage import Coverage
 from policy.runtime.workspace.ignore import IgnoreFile, IgnoreStack
-from policy.runtime.workspace.snapshot import FileStat, Snapshot
+from policy.runtime.workspace.snapshot import Snapshot
 
 DEFAULT_MAX_FILES = 20_000
 ENTRIES_PER_FILE = 50
@@ -44,8 +46,8 @@ class _Folder:
     """What a walk found in one folder, valid while the folder's mtime stays ``mtime``."""
 
     mtime: int
-    files: tuple[str, ...]
-    folders: tuple[str, ...]
+    items: tuple[str, ...]
+    """Its covered files and the subfolders to walk (``name/``), relative to the root, in path order."""
     rules: IgnoreFile | None
     rules_stat: tuple[int, int] | None
 
@@ -74,33 +76,42 @@ class LocalWorkspace:
             return self._walk(coverage)
 
     def _walk(self, coverage: Coverage) -> Snapshot:
+        """Depth first, each folder's entries in name order (a folder's as ``name/``): the files come
+        out in the order of their paths, as a snapshot keeps them."""
         started = time.time_ns()
         base = self._base_rules(coverage)
-        found: list[FileStat] = []
+        paths: list[str] = []
+        stats = array("q")
         budget = self.max_files * ENTRIES_PER_FILE
         stat = os.stat
         root = self.root
         stack: list[tuple[str, IgnoreStack]] = [("", base)]
         truncated = False
         while stack:
-            relative, ignores = stack.pop()
-            folder = self._folder(relative, ignores, started)
-            if folder is None:
-                continue
-            budget -= len(folder.files) + len(folder.folders)
-            for path in folder.files:
+            path, ignores = stack.pop()
+            if path and path[-1] != "/":
                 try:
                     info = stat(f"{root}/{path}")
                 except OSError:
                     continue
-                found.append((path, info.st_size, info.st_mtime_ns, info.st_ctime_ns))
-            if len(found) >= self.max_files or budget < 0:
-                truncated = bool(stack) or len(found) > self.max_files
-                del found[self.max_files :]
+                paths.append(path)
+                stats.extend((info.st_size, info.st_mtime_ns, info.st_ctime_ns))
+                if len(paths) >= self.max_files:
+                    truncated = bool(stack)
+                    break
+                continue
+            folder = self._folder(path, ignores, started)
+            if folder is None:
+                continue
+            budget -= len(folder.items)
+            if budget < 0:
+                truncated = True
                 break
-            inner = ignores.inside(relative, folder.rules)
-            stack.extend((sub, inner) for sub in folder.folders)
-        return Snapshot.of(found, truncated=truncated)
+            inner = ignores.inside(path, folder.rules)
+            stack.extend((item, inner) for item in reversed(folder.items))
+        if sys.byteorder == "big":
+            stats.byteswap()
+        return Snapshot(tuple(paths), stats.tobytes(), truncated)
 
     def _base_rules(self, coverage: Coverage) -> IgnoreStack:
         """The root's ``.git/info/exclude`` rules; a new coverage or a changed file forgets every folder."""
@@ -144,7 +155,7 @@ class LocalWorkspace:
             return None
         names = {entry.name for entry in entries}
         if VENV_MARKER in names:
-            return _Folder(mtime, (), (), None, None)
+            return _Folder(mtime, (), None, None)
         rules, rules_stat = None, None
         if GITIGNORE in names:
             rules_stat = _stat_pair(f"{path}/{GITIGNORE}")
@@ -164,8 +175,7 @@ class LocalWorkspace:
                     folders.append(f"{relative}{name}/")
             elif coverage.covers(name, relative + name) and not inner.ignored(relative + name, False):
                 files.append(relative + name)
-        folders.reverse()  # popped from the walk's stack in name order
-        return _Folder(mtime, tuple(files), tuple(folders), rules, rules_stat)
+        return _Folder(mtime, tuple(sorted(files + folders)), rules, rules_stat)
 
     # --- files --------------------------------------------------------------
 

@@ -67,17 +67,18 @@ class FileWatch:
         rule = policy.workspace
         self.workspace = workspace if rule is not None and (rule.sweep or rule.progress) else None
         self.coverage = coverage_of(policy)
-        self.sweeps = rule is not None and rule.sweep and bool(policy.gates)
-        self.progress = rule is not None and rule.progress
+        self.sweeps = self.workspace is not None and rule is not None and rule.sweep and bool(policy.gates)
+        self.progress = self.workspace is not None and rule is not None and rule.progress
         self.shell_writes = rule is not None and rule.shell_writes and bool(policy.gates)
 
     # --- before a call ---------------------------------------------------------
 
-    def check_command(self, call: ToolCall, command: str) -> CommandCheck:
-        """Gate the writes the command's text determines, in order, each on what the ones before left."""
-        check = CommandCheck(Decision(call_id=call.id))
+    def check_command(self, call: ToolCall, command: str) -> CommandCheck | None:
+        """Gate the writes the command's text determines, in order, each on what the ones before left;
+        None when it writes nothing the gates cover."""
         if not self.shell_writes:
-            return check
+            return None
+        check = CommandCheck(Decision(call_id=call.id))
         texts: dict[str, str | None] = {}
         written: dict[str, bool] = {}
         for write in shell_writes(command):
@@ -92,6 +93,8 @@ class FileWatch:
             if decision.action == "block":
                 return CommandCheck(decision)
             written[path] = bool(decision.metadata.get("incomplete"))
+        if not written:
+            return None
         check.pending[WRITTEN] = written
         check.pending[PREDICTED] = {self._relative(path): content_digest(texts[path]) for path in written}
         return check
@@ -120,7 +123,7 @@ class FileWatch:
                 pending: Callable[[str], dict[str, Any]]) -> None:
         """A new batch: a file still incomplete that the batch does not go on with is followed up on
         the batch's first result (a call that names it, on that call's own)."""
-        for path in list(state.incomplete):
+        for path in list(state.incomplete):  # usually none
             if any(touches(self.policy, call, path) is not None for call in calls):
                 continue
             entry = pending(calls[0].id)
@@ -132,10 +135,12 @@ class FileWatch:
                   after: Snapshot | None) -> tuple[list[Decision], bool | None]:
         """The sweep's and the follow-up's decisions, and whether the call made progress (None: this
         watch cannot tell; the guard falls back on the call's kind)."""
+        written: dict[str, bool] = pending.get(WRITTEN) or {}
+        if after is None and not written and not state.incomplete and not self.progress:
+            return [], None
         decisions: list[Decision] = []
         spec = self.policy.tool(call.name)
         fingerprint = state.fingerprint
-        written: dict[str, bool] = dict(pending.get(WRITTEN) or {})
         progress: bool | None = None
         if spec.role == "run" and after is not None and self.workspace is not None:
             before = state.latest if state.latest is not None else after
@@ -147,7 +152,7 @@ class FileWatch:
                 text = command if isinstance(command, str) else ""
                 decisions.append(sweep_decision(self.policy, call, text, result))
             progress = advance(state, fingerprint) if self.progress else None
-        elif spec.role in WRITING_ROLES and self.progress and self.workspace is not None:
+        elif spec.role in WRITING_ROLES and self.progress:
             progress = self._write_progress(state, call, fingerprint)
         if not failed:
             for path, incomplete in written.items():
