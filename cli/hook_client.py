@@ -122,9 +122,9 @@ def start_resident(path: str, policy: str) -> None:
         arguments += ["--idle", idle]
     devnull = os.devnull
     actions = [(os.POSIX_SPAWN_OPEN, fd, devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
-    try:  # not contextlib.suppress: this module imports as little as it can
+    try:  # noqa: SIM105 - not contextlib.suppress: this module imports as little as it can
         os.posix_spawn(sys.executable, arguments, os.environ, file_actions=actions, setsid=True)
-    except (OSError, AttributeError, NotImplementedError):  # noqa: SIM105
+    except (OSError, AttributeError, NotImplementedError):
         pass
 
 
