@@ -12,7 +12,8 @@ The socket is ``hook-<installation>.sock`` in a folder only this user may
 use (0700, owned by the user, no symlink): ``$XDG_RUNTIME_DIR/policyctl``,
 else ``$XDG_STATE_HOME/policyctl/run`` (``~/.local/state``).  The resident
 process is not used with ``--no-resident``, when ``POLICYCTL_HOOK_RESIDENT``
-is ``0``/``false``/``off``/``no``, when ``CI`` is set, or when the platform
+is ``0``/``false``/``off``/``no``, when ``CI`` is set (unless
+``POLICYCTL_HOOK_RESIDENT`` is set to anything else), or when the platform
 has no Unix sockets.
 
 Wire format (one connection per event): the request is ``PCH1\\n``, the
@@ -61,7 +62,8 @@ def run(arguments: list[str]) -> int | None:
 
 def resident_wanted() -> bool:
     """Whether this environment allows a resident process (see the module docstring)."""
-    if os.environ.get(RESIDENT_ENV, "").strip().lower() in _OFF or os.environ.get("CI"):
+    setting = os.environ.get(RESIDENT_ENV, "").strip().lower()
+    if setting in _OFF or (not setting and os.environ.get("CI")):
         return False
     import socket
 

@@ -119,7 +119,7 @@ def answer(guard: Guard, event: HookEvent) -> dict[str, Any] | None:
         decision = turn if turn.action == "stop" else guard.on_call(event.call, event.scope)
         reply = _fault_reply(decision, event)
         if decision.action not in ("block", "stop"):
-            return reply
+            return reply or None
         reply.update(_specific(event.name, permissionDecision="deny",
                                permissionDecisionReason=decision_text(decision)))
     else:
