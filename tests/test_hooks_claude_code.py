@@ -375,7 +375,8 @@ def failure(hook: Hook, number: int, command: str, error: str, **changes: Any) -
 
 def test_an_interrupted_call_is_not_a_failure(any_hook: Hook) -> None:
     for number in range(6):
-        pre, post = failure(any_hook, number, f"sleep {100 + number}", "Interrupted by user", is_interrupt=True)
+        pre, post = failure(any_hook, number, f"sleep {100 + number}", "Interrupted by user",
+                            is_interrupt=True)
         assert any_hook.answer(pre, process=True) is None
         assert any_hook.answer(post, process=True) is None
     pre, post = failure(any_hook, 7, "rg TODO", "Exit code 127\nbash: rg: command not found")
@@ -545,11 +546,9 @@ def session_events(hook: Hook) -> list[Event]:
 
 
 def test_the_resident_process_and_the_fallback_give_the_same_answers(tmp_path: Path) -> None:
+    (tmp_path / "r").mkdir()
+    (tmp_path / "f").mkdir()
     resident, fallback = Hook(tmp_path / "r", resident=True), Hook(tmp_path / "f")
-    try:
-        (tmp_path / "r").mkdir(), (tmp_path / "f").mkdir()
-    except FileExistsError:
-        pass
     try:
         answers = replies_of(resident, session_events(resident))
         assert resident.resident_pids(), "the first event starts the resident process"
