@@ -37,7 +37,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from policy.language.loader import load_policy_and_files
 from policy.model.compiled import CompiledPolicy
 from policy.resources import data_dir, user_cache_dir
 
@@ -147,6 +146,8 @@ class PolicyCache:
             cached = self._read(folder, entry)
             if cached is not None and unchanged(cached[1]):
                 return cached
+        from policy.language.loader import load_policy_and_files  # the language stack, on a miss only
+
         policy, texts = load_policy_and_files(source)
         deps = dependencies(texts)
         if entry is not None and folder is not None:
