@@ -173,7 +173,8 @@ def main() -> None:
             for name in EVENTS:
                 value = result[f"{path} {name}"]
                 print(f"  {path:6} {name:13} {value:6.1f} ms  {value / baseline:4.2f}x")
-        print(f"  resident memory: {result['memory rss'] / 1024:.1f} MiB (peak {result['memory peak'] / 1024:.1f})")
+        rss, peak = result["memory rss"] / 1024, result["memory peak"] / 1024
+        print(f"  resident memory: {rss:.1f} MiB (peak {peak:.1f})")
     print(f"\nsummary over {len(rounds)} rounds of {options.runs} runs (median wall time per event, range):")
     print(f"  python -c pass            {_range([r['python -c pass'] for r in rounds])} ms")
     for path, target in TARGETS.items():
