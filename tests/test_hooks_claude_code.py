@@ -640,3 +640,60 @@ def test_the_compiled_policy_cache_is_private_and_verified(hook: Hook, tmp_path:
     folder.chmod(0o777)  # a folder others can write is not read from
     reply = hook.answer(hook.event("pre_write_broken_python"), process=True)
     assert reply is not None and reply["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+NOTEBOOK = {"cells": [{"cell_type": "markdown", "id": "intro", "metadata": {}, "source": ["# Analysis\n"]},
+                      {"cell_type": "code", "id": "load", "metadata": {}, "execution_count": None,
+                       "outputs": [], "source": ["import json\n", "data = json.loads('{}')\n"]}],
+            "metadata": {"kernelspec": {"name": "python3", "language": "python"},
+                         "language_info": {"name": "python", "file_extension": ".py"}},
+            "nbformat": 4, "nbformat_minor": 5}
+
+
+def notebook_edit(hook: Hook, **tool_input: Any) -> Event:
+    return {**hook.event("pre_write_valid_python"), "tool_name": "NotebookEdit",
+            "tool_input": {"notebook_path": str(hook.project / "analysis.ipynb"), **tool_input}}
+
+
+def test_a_notebook_edit_that_breaks_a_python_cell_is_denied(hook: Hook) -> None:
+    (hook.project / "analysis.ipynb").write_text(json.dumps(NOTEBOOK))
+
+    reply = hook.answer(notebook_edit(hook, cell_id="load", new_source="data = json.loads('{}'\n"),
+                        process=True)
+
+    assert reply is not None
+    reason = reply["hookSpecificOutput"]["permissionDecisionReason"]
+    assert reply["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert "analysis.ipynb (cell load)" in reason and "Python" in reason
+    assert json.loads((hook.project / "analysis.ipynb").read_text()) == NOTEBOOK  # untouched, still JSON
+
+
+@pytest.mark.parametrize("tool_input", [
+    {"cell_id": "load", "new_source": "%matplotlib inline\n!pip install pandas\nimport pandas\n"},
+    {"cell_id": "intro", "new_source": "# Analysis (\n", "cell_type": "markdown"},
+    {"cell_id": "load", "new_source": "", "edit_mode": "delete"},
+    {"cell_id": "load", "new_source": "%%bash\necho (\n", "edit_mode": "insert", "cell_type": "code"},
+])
+def test_notebook_edits_that_keep_the_code_valid_are_allowed(hook: Hook, tool_input: dict[str, Any]) -> None:
+    (hook.project / "analysis.ipynb").write_text(json.dumps(NOTEBOOK))
+
+    assert hook.answer(notebook_edit(hook, **tool_input)) is None
+
+
+def test_a_notebook_of_another_language_is_not_checked_as_python(hook: Hook) -> None:
+    notebook = {**NOTEBOOK, "metadata": {"language_info": {"name": "R", "file_extension": ".r"}}}
+    (hook.project / "analysis.ipynb").write_text(json.dumps(notebook))
+
+    assert hook.answer(notebook_edit(hook, cell_id="load", new_source="x <- c(1, 2\n")) is None
+
+
+def test_a_multiedit_that_breaks_the_file_is_denied(hook: Hook) -> None:
+    (hook.project / "app.py").write_text("x = 1\ny = 2\n")
+    event = {**hook.event("pre_write_valid_python"), "tool_name": "MultiEdit",
+             "tool_input": {"file_path": str(hook.project / "app.py"),
+                            "edits": [{"old_string": "x = 1", "new_string": "x = 10"},
+                                      {"old_string": "y = 2", "new_string": "y = (2"}]}}
+
+    reply = hook.answer(event)
+
+    assert reply is not None and reply["hookSpecificOutput"]["permissionDecision"] == "deny"
