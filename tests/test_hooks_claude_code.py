@@ -343,7 +343,7 @@ def readme_blocks(section: str, language: str) -> list[str]:
 def test_the_readme_settings_install_the_real_command_for_every_event(hook: Hook) -> None:
     (snippet,) = readme_blocks("Use with Claude Code", "json")
     hooks = json.loads(snippet)["hooks"]
-    assert set(hooks) == {"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit"}
+    assert set(hooks) == {"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "SessionEnd"}
     entries = [entry for event in hooks.values() for entry in event]
     commands = {h["command"] for entry in entries for h in entry["hooks"] if h["type"] == "command"}
     assert len(commands) == 1
@@ -357,10 +357,64 @@ def test_the_readme_settings_install_the_real_command_for_every_event(hook: Hook
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
 
-    claude_tools = {"Write", "Edit", "MultiEdit", "Bash", "Read"}
+    claude_tools = {"Write", "Edit", "MultiEdit", "NotebookEdit", "Bash", "Read"}
     assert claude_tools <= set(load_policy("builtin:claude-code").tools)
     for matcher in {entry["matcher"] for entry in entries if "matcher" in entry}:
         assert {tool for tool in claude_tools if re.fullmatch(matcher, tool)} == claude_tools
+
+
+def test_the_readme_install_commands_write_the_readme_settings(tmp_path: Path) -> None:
+    (commands,) = readme_blocks("Use with Claude Code", "sh")
+    (snippet,) = readme_blocks("Use with Claude Code", "json")
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"model": "opus", "hooks": {"PreToolUse": [
+        {"matcher": "Bash", "hooks": [{"type": "command", "command": "./audit.sh"}]}]}}))
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+           "HOME": str(tmp_path / "home"), "CLAUDE_CONFIG_DIR": ""}
+
+    def install(line: str) -> dict[str, Any]:
+        words = shlex.split(line.split("#")[0])
+        assert words[:3] == ["policyctl", "install", "claude-code"]
+        done = subprocess.run([sys.executable, "-m", "cli", *words[1:]], capture_output=True, text=True,
+                              cwd=tmp_path, env=env, timeout=120)
+        assert done.returncode == 0, done.stderr
+        target = tmp_path / "home" / ".claude" / "settings.json" if "--user" in words else settings
+        loaded: dict[str, Any] = json.loads(target.read_text())
+        return loaded
+
+    first, user, team, removed = (install(line) for line in commands.strip().splitlines())
+    expected = json.loads(snippet)["hooks"]
+    ours = {event: [g for g in groups if "policyctl" in json.dumps(g)]
+            for event, groups in first["hooks"].items()}
+    assert {event: [{**g, "hooks": [{**h, "command": "policyctl hook claude-code"} for h in g["hooks"]]}
+                    for g in groups] for event, groups in ours.items()} == expected
+    assert first["model"] == "opus" and first["hooks"]["PreToolUse"][0]["hooks"][0]["command"] == "./audit.sh"
+    assert set(user["hooks"]) == set(expected)
+    assert all('--policy "$CLAUDE_PROJECT_DIR/.claude/team.policy"' in g["hooks"][0]["command"]
+               for groups in team["hooks"].values() for g in groups if "policyctl" in json.dumps(g))
+    assert removed == {"model": "opus", "hooks": {"PreToolUse": [
+        {"matcher": "Bash", "hooks": [{"type": "command", "command": "./audit.sh"}]}]}}
+    assert (settings.parent / "settings.json.bak").exists()
+
+
+def test_install_is_idempotent_and_refuses_broken_settings(tmp_path: Path) -> None:
+    settings = tmp_path / ".claude" / "settings.json"
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "cli", "install", "claude-code", *args],
+                              capture_output=True, text=True, cwd=tmp_path, timeout=120)
+
+    assert run().returncode == 0
+    once = settings.read_text()
+    done = run()
+    assert done.returncode == 0 and "unchanged" in done.stdout
+    assert settings.read_text() == once
+
+    settings.write_text("{not json")
+    done = run()
+    assert done.returncode == 1 and "not valid JSON" in done.stderr and "nothing was changed" in done.stderr
+    assert settings.read_text() == "{not json"
 
 
 # --- the current protocol (issue cases 1-10), through the real command --------------------------
