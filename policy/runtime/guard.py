@@ -80,7 +80,8 @@ class Guard:
     # --- events -------------------------------------------------------------
 
     def on_turn(self, calls: Sequence[ToolCall], scope: Scope) -> Decision:
-        """Loop layers over a batch.  ``stop``: end the run; ``warn``: delivered with that call's result."""
+        """Loop layers over a batch.  ``stop``: end the run; ``warn`` (without its text, see
+        ``render``): delivered with that call's result, or by ``take_warnings``."""
         return self._guarded("turn", lambda: self._on_turn(list(calls), scope))
 
     def on_call(self, call: ToolCall, scope: Scope) -> Decision:
@@ -91,16 +92,26 @@ class Guard:
         """Signatures, error streaks, oscillation, plus any warning pending for this call."""
         return self._guarded("result", lambda: self._on_result(call, result, scope))
 
-    def take_warnings(self, scope: Scope) -> list[str]:
-        """The warnings queued for the scope's next model request, rendered, each once; the queue
-        is emptied (``deliver_warnings next_request``; always empty with ``tool_message``)."""
+    def render(self, decision: Decision, call: ToolCall) -> Decision:
+        """A turn's warning (which comes without its text) with its hint, for a harness that shows
+        it before delivery; any other decision as it is."""
+        if decision.hint is not None or decision.rule is None or decision.rule.kind != "loop":
+            return decision
+        return self._loops.render(decision, call)
+
+    def take_warnings(self, scope: Scope) -> list[Decision]:
+        """The warnings queued for the scope's next model request, rendered, one per distinct
+        text; the queue is emptied (``deliver_warnings next_request``; empty with ``tool_message``)."""
         try:
             with self.store.scope(scope) as state:
                 if not state.queued:
                     return []
                 queued, state.queued = state.queued, []
-            texts = (self._restore(entry).hint for entry in queued)
-            return list(dict.fromkeys(text.strip() for text in texts if text and text.strip()))
+            decisions = {}
+            for entry in queued:
+                decision = self._restore(entry)
+                decisions.setdefault((decision.hint or "").strip(), decision)
+            return list(decisions.values())
         except Exception:
             log.exception("policy %s: could not take the queued warnings of %s", self.policy.name, scope.key)
             return []
@@ -133,7 +144,7 @@ class Guard:
     async def aon_result(self, call: ToolCall, result: ToolResult, scope: Scope) -> Decision:
         return await asyncio.to_thread(self.on_result, call, result, scope)
 
-    async def atake_warnings(self, scope: Scope) -> list[str]:
+    async def atake_warnings(self, scope: Scope) -> list[Decision]:
         return await asyncio.to_thread(self.take_warnings, scope)
 
     async def aclear_pending(self, scope: Scope) -> None:

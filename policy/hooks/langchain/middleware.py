@@ -10,8 +10,12 @@ Lifecycle of one agent invocation (DeerFlow's run-scope lifecycle):
 - ``before_agent`` counts the invocation in; it deletes nothing.
 - ``after_model`` runs the loop layers over the model's batch.  A ``stop``
   removes the batch's tool calls from the message and appends the stop text,
-  so the run ends with a final answer.  A warning waits in the guard, keyed by
-  scope and call id, and is delivered with that call's result.
+  so the run ends with a final answer.  A warning waits in the guard: with
+  the policy's ``deliver_warnings tool_message`` it is appended to that call's
+  result; with ``next_request`` ``wrap_model_call`` adds the scope's queued
+  warnings to the next model request as one ``HumanMessage(name="loop_warning")``
+  after every ToolMessage, so it never enters the run's state, history,
+  checkpoints or memory (DeerFlow's delivery).
 - ``wrap_tool_call`` gates the call, runs it, and appends hints and warnings
   to its ToolMessage.  A ``stop`` decided here (an error streak, say) refuses
   the remaining calls and ends the run at the next model turn.
@@ -37,8 +41,9 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from langchain.agents.middleware import AgentMiddleware, AgentState
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain.agents.middleware.types import ModelCallResult
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.config import get_config
 from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt.tool_node import ToolCallRequest
@@ -46,7 +51,7 @@ from langgraph.runtime import Runtime, get_runtime
 from langgraph.types import Command
 
 from policy.hooks.bounded import LruDict
-from policy.hooks.delivery import stop_reason
+from policy.hooks.delivery import decision_text, stop_reason
 from policy.hooks.langchain.messages import (
     annotated_tool_message,
     blocked_tool_message,
@@ -63,6 +68,8 @@ from policy.stores.memory import Store
 log = logging.getLogger("policy.hooks.langchain")
 
 ToolOutcome = ToolMessage | Command[Any]
+WARNING_MESSAGE_NAME = "loop_warning"
+"""The ``name`` of the HumanMessage that carries queued warnings into a model request (DeerFlow's)."""
 ReadFile = Callable[[str], "str | None"] | Callable[[Any, str], "str | None"]
 """``read_file(path)``, or ``read_file(runtime, path)`` for readers that need the tool's runtime
 (DeerFlow's sandbox reader).  ``None`` or ``FileNotFoundError``: the file does not exist."""
@@ -94,21 +101,30 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self._lock = threading.Lock()
         self._stops: LruDict[tuple[str, str], Decision] = LruDict(limit)
         """(thread id, run id) → the stop decided during a tool call, enforced at the next model turn."""
-        self._stop_reasons: LruDict[str, str] = LruDict(limit)
-        """Run id → why the run was stopped, until the caller consumes it."""
+        self._stop_reasons: LruDict[str | None, str] = LruDict(limit)
+        """The caller's run id (None for a run it gave none) → why the run was stopped, until consumed."""
+        self._queues = self.guard.policy.deliver_warnings == "next_request"
 
     # --- for callers ---------------------------------------------------------
 
-    def consume_stop_reason(self, run_id: str) -> str | None:
-        """Why the guard stopped run ``run_id`` (``loop_capped``…), once; None if it did not."""
-        with self._lock:
-            return self._stop_reasons.pop(str(run_id))
+    def consume_stop_reason(self, run_id: str | None = None) -> str | None:
+        """Why the guard stopped run ``run_id`` (``loop_capped``…), once; None if it did not.
 
-    def reset(self, thread_id: str) -> None:
-        """Forget every run scope of a thread: loop histories, pending warnings, stops."""
+        ``None`` asks about a run whose context gave no run id (or ``run_id: None``, as
+        DeerFlow's subagent executor passes for an embedded client's subagent)."""
+        with self._lock:
+            return self._stop_reasons.pop(None if run_id is None else str(run_id))
+
+    def reset(self, thread_id: str | None = None) -> None:
+        """Forget every run scope of a thread: loop histories, pending warnings, stops; with no
+        thread, of every thread, and every stop reason not yet consumed."""
         self.guard.reset(thread_id)
         with self._lock:
-            self._stops.pop_where(lambda key: key[0] == thread_id)
+            if thread_id is None:
+                self._stops.pop_where(lambda key: True)
+                self._stop_reasons.pop_where(lambda key: True)
+            else:
+                self._stops.pop_where(lambda key: key[0] == thread_id)
 
     # --- agent lifecycle -----------------------------------------------------
 
@@ -135,7 +151,31 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 self._stops.pop(_key(scope))
         return None
 
-    # --- model turns ---------------------------------------------------------
+    # --- model requests and turns ---------------------------------------------
+
+    def wrap_model_call(self, request: ModelRequest[Any],
+                        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]) -> ModelCallResult[Any]:
+        if not self._queues:
+            return handler(request)
+        warnings = self.guard.take_warnings(self._node_scope(request.runtime))
+        return handler(self._with_warnings(request, warnings))
+
+    async def awrap_model_call(self, request: ModelRequest[Any],
+                               handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+                               ) -> ModelCallResult[Any]:
+        if not self._queues:
+            return await handler(request)
+        warnings = await self.guard.atake_warnings(self._node_scope(request.runtime))
+        return await handler(self._with_warnings(request, warnings))
+
+    @staticmethod
+    def _with_warnings(request: ModelRequest[Any], warnings: list[Decision]) -> ModelRequest[Any]:
+        """The request with the queued warnings as one last HumanMessage (the request only, not the state)."""
+        if not warnings:
+            return request
+        text = "\n\n".join(decision_text(warning) for warning in warnings)
+        notice = HumanMessage(content=text, name=WARNING_MESSAGE_NAME)
+        return request.override(messages=[*request.messages, notice])
 
     def after_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         message = _last_ai_message(state)
@@ -245,7 +285,7 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                  scope.thread_id, decision.rule)
         with self._lock:
             self._stops.put(_key(scope), decision)
-            self._stop_reasons.put(str(scope.run_id), reason)
+            self._stop_reasons.put(self.scopes.given_run_id(scope), reason)
         if isinstance(context, dict):
             context["stop_reason"] = reason
 

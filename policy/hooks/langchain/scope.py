@@ -57,6 +57,7 @@ class RunScopes:
     def __init__(self, limit: int = 1000) -> None:
         self._lock = threading.Lock()
         self._anchors: LruDict[object, str] = LruDict(limit)
+        self._generated: LruDict[str, bool] = LruDict(limit)
         self._entries: LruDict[str, int] = LruDict(limit)
 
     def resolve(self, context: Any, execution_info: Any, configurable: Mapping[str, Any],
@@ -88,6 +89,14 @@ class RunScopes:
                 self._anchors.pop(anchor)
             return True
 
+    def given_run_id(self, scope: Scope) -> str | None:
+        """The run id the caller gave for this scope; None when the run had none (it was generated)."""
+        run_id = scope.run_id
+        if run_id is None or run_id == UNANCHORED_RUN:
+            return None
+        with self._lock:
+            return None if run_id in self._generated else run_id
+
     def anchored_runs(self) -> int:
         """How many generated run ids are currently anchored (for tests and diagnostics)."""
         with self._lock:
@@ -97,4 +106,9 @@ class RunScopes:
         if anchor is None:
             return UNANCHORED_RUN
         with self._lock:
-            return self._anchors.get_or_put(anchor, lambda: f"run-{uuid.uuid4().hex}")
+            run_id = self._anchors.get(anchor)
+            if run_id is None:
+                run_id = f"run-{uuid.uuid4().hex}"
+                self._anchors.put(anchor, run_id)
+                self._generated.put(run_id, True)
+            return run_id
