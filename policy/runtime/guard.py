@@ -107,7 +107,7 @@ class Guard:
                 if not state.queued:
                     return []
                 queued, state.queued = state.queued, []
-            decisions = {}
+            decisions: dict[str, Decision] = {}
             for entry in queued:
                 decision = self._restore(entry)
                 decisions.setdefault((decision.hint or "").strip(), decision)
