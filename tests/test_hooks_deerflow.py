@@ -117,8 +117,9 @@ def test_the_lead_agents_chain_gets_the_guard_outside_read_before_write_and_no_l
         undo()
 
     assert names(chain) == ["SandboxMiddleware", "SandboxAuditMiddleware", "HarnessGuardMiddleware",
-                            "ReadBeforeWriteMiddleware", "ToolProgressMiddleware", "ToolErrorHandlingMiddleware",
-                            "SafetyFinishReasonMiddleware", "ClarificationMiddleware"]
+                            "ReadBeforeWriteMiddleware", "ToolProgressMiddleware",
+                            "ToolErrorHandlingMiddleware", "SafetyFinishReasonMiddleware",
+                            "ClarificationMiddleware"]
     assert "LoopDetectionMiddleware" in names(lead.build_middlewares({"configurable": {}}, model_name=None))
 
 
@@ -171,8 +172,8 @@ def test_the_sdk_factory_places_the_anchored_guard_before_the_error_handler(tmp_
 
     assert options["features"].loop_detection is False
     chain = assemble_from_features(options["features"], options["extra_middleware"])
-    assert names(chain) == ["DanglingToolCallMiddleware", "HarnessGuardMiddleware", "ToolErrorHandlingMiddleware",
-                            "ClarificationMiddleware"]
+    assert names(chain) == ["DanglingToolCallMiddleware", "HarnessGuardMiddleware",
+                            "ToolErrorHandlingMiddleware", "ClarificationMiddleware"]
     assert chain[1] is guard
 
 
@@ -186,7 +187,8 @@ def test_an_sdk_agent_blocks_a_broken_write_and_stops_a_loop_with_a_stop_reason(
     guard = deerflow_guard()
     agent = create_deerflow_agent(model, sandbox_tools(tmp_path), **sdk_options(guard))
 
-    result = agent.invoke({"messages": [("user", "write app.py")]}, context={"thread_id": "t", "run_id": "r1"})
+    result = agent.invoke({"messages": [("user", "write app.py")]},
+                          context={"thread_id": "t", "run_id": "r1"})
 
     assert not target.exists()
     blocked = next(m for m in result["messages"] if isinstance(m, ToolMessage) and m.tool_call_id == "w1")
@@ -230,7 +232,8 @@ def test_each_subagent_gets_a_guard_of_its_own(tmp_path: Path) -> None:
     undo = guard_subagents("builtin:deerflow")
     try:
         results = [SubagentExecutor(scripted(*(bash_turn("ls") for _ in range(3)), AIMessage(content="done")),
-                                    sandbox_tools(tmp_path), thread_id="lead", run_id="lead-run").execute("go")
+                                    sandbox_tools(tmp_path), thread_id="lead",
+                                    run_id="lead-run").execute("go")
                    for _ in range(2)]
     finally:
         undo()
@@ -245,8 +248,8 @@ def test_each_subagent_gets_a_guard_of_its_own(tmp_path: Path) -> None:
 @pytest.mark.parametrize("policy", ["builtin:deerflow", "builtin:default"])
 @pytest.mark.parametrize(("command", "failed"), [("echo building; exit 2", True), ("exit 137", True),
                                                  ("echo 'Exit Code: 0 means fine'", False), ("true", False)])
-def test_a_sandbox_result_ending_in_a_non_zero_exit_code_is_a_failure(tmp_path: Path, policy: str, command: str,
-                                                                       failed: bool) -> None:
+def test_a_sandbox_result_ending_in_a_non_zero_exit_code_is_a_failure(tmp_path: Path, policy: str,
+                                                                       command: str, failed: bool) -> None:
     from deerflow.sandbox.local.local_sandbox import execute_command
 
     compiled = load_policy(policy)
@@ -275,7 +278,7 @@ def test_three_failures_in_the_sandboxs_format_are_an_error_streak(tmp_path: Pat
 
 
 def test_tool_meta_uses_only_the_values_deerflow_declares(tmp_path: Path) -> None:
-    """DeerFlow's consumers read each result's meta as ``ToolResultMeta(**meta)`` (tool_progress_middleware.py)."""
+    """DeerFlow reads a result's meta as ``ToolResultMeta(**meta)`` (tool_progress_middleware.py)."""
     from deerflow.agents.middlewares import tool_result_meta as meta
 
     target = tmp_path / "app.py"
@@ -288,7 +291,8 @@ def test_tool_meta_uses_only_the_values_deerflow_declares(tmp_path: Path) -> Non
     result = agent.invoke({"messages": [("user", "go")]}, context={"thread_id": "t", "run_id": "r"})
 
     answers = [m for m in result["messages"] if isinstance(m, ToolMessage)]
-    stamped = [m.additional_kwargs["deerflow_tool_meta"] for m in answers if "deerflow_tool_meta" in m.additional_kwargs]
+    stamped = [m.additional_kwargs["deerflow_tool_meta"] for m in answers
+               if "deerflow_tool_meta" in m.additional_kwargs]
     sources = set()
     for entry in stamped:
         parsed = meta.ToolResultMeta(**entry)
@@ -325,7 +329,7 @@ def test_chunked_appends_under_read_before_write_need_a_read_between_chunks(tmp_
                                                    "type": "tool_call"}])
 
     script = [call("write_file", path=str(target), content="def f(x):\n"),
-              call("write_file", path=str(target), content="    return x\n", append=True),  # refused: not re-read
+              call("write_file", path=str(target), content="    return x\n", append=True),  # not re-read
               call("read_file", path=str(target)),
               call("write_file", path=str(target), content="    return x\n", append=True),
               AIMessage(content="done")]
@@ -378,7 +382,8 @@ def test_async_lead_agent_runs_deliver_the_warning_as_the_sync_ones_do(tmp_path:
     finally:
         undo()
 
-    result = asyncio.run(agent.ainvoke({"messages": [("user", "go")]}, context={"thread_id": "t", "run_id": "r"}))
+    result = asyncio.run(agent.ainvoke({"messages": [("user", "go")]},
+                                       context={"thread_id": "t", "run_id": "r"}))
 
     assert [len(loop_warnings(request)) for request in model.requests] == [0, 0, 0, 1]
     assert loop_warnings(result["messages"]) == []

@@ -20,7 +20,7 @@ from deerflow.agents.middlewares.dangling_tool_call_middleware import DanglingTo
 from deerflow.agents.middlewares.loop_detection_middleware import LoopDetectionMiddleware
 from deerflow.agents.middlewares.tool_error_handling_middleware import ToolErrorHandlingMiddleware
 
-Middleware = AgentMiddleware  # type: ignore[type-arg]
+Middleware = AgentMiddleware
 
 
 def create_deerflow_agent(model: Any, tools: list[Any] | None = None, *, middleware: list[Any] | None = None,

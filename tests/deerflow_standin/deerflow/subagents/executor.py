@@ -55,7 +55,8 @@ class SubagentExecutor:
         context["run_id"] = self.run_id
         context["is_subagent"] = True
         final: Any = None
-        async for chunk in agent.astream({"messages": [("user", task)]}, context=context, stream_mode="values"):
+        state = {"messages": [("user", task)]}
+        async for chunk in agent.astream(state, context=context, stream_mode="values"):
             final = chunk
         last = final["messages"][-1]
         return SubagentResult("completed", result=last.text, stop_reason=self._consume_guard_stop_reason())

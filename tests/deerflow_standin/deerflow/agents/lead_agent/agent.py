@@ -25,8 +25,8 @@ from deerflow.agents.middlewares.tool_error_handling_middleware import (
 
 
 def build_middlewares(config: dict[str, Any], model_name: str | None,
-                      custom_middlewares: list[AgentMiddleware] | None = None,  # type: ignore[type-arg]
-                      **_: Any) -> list[AgentMiddleware]:  # type: ignore[type-arg]
+                      custom_middlewares: list[AgentMiddleware] | None = None,
+                      **_: Any) -> list[AgentMiddleware]:
     middlewares = build_lead_runtime_middlewares()
     if config.get("configurable", {}).get("loop_detection", True):
         middlewares.append(LoopDetectionMiddleware())

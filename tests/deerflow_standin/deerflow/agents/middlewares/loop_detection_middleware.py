@@ -19,7 +19,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 WARNING = "[LOOP DETECTED] You are repeating the same tool calls."
 
 
-class LoopDetectionMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+class LoopDetectionMiddleware(AgentMiddleware):
     def __init__(self, warn_threshold: int = 3, hard_limit: int = 5) -> None:
         super().__init__()
         self.warn_threshold, self.hard_limit = warn_threshold, hard_limit
@@ -37,7 +37,8 @@ class LoopDetectionMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         if not isinstance(last, AIMessage) or not last.tool_calls:
             return None
         key = self._key(runtime)
-        digest = json.dumps(sorted(f"{c['name']}:{json.dumps(c['args'], sort_keys=True)}" for c in last.tool_calls))
+        calls = (f"{c['name']}:{json.dumps(c['args'], sort_keys=True)}" for c in last.tool_calls)
+        digest = json.dumps(sorted(calls))
         history = self._history[key]
         history.append(digest)
         count = history.count(digest)
@@ -55,7 +56,8 @@ class LoopDetectionMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         warnings = self._pending.pop(self._key(request.runtime), [])
         if not warnings:
             return request
-        return request.override(messages=[*request.messages, HumanMessage("\n\n".join(warnings), name="loop_warning")])
+        notice = HumanMessage("\n\n".join(warnings), name="loop_warning")
+        return request.override(messages=[*request.messages, notice])
 
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> Any:
         return handler(self._augment(request))

@@ -28,7 +28,7 @@ def _hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-class ReadBeforeWriteMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+class ReadBeforeWriteMiddleware(AgentMiddleware):
     def _blocked(self, request: ToolCallRequest) -> ToolMessage | None:
         call = request.tool_call
         if call["name"] not in ("write_file", "str_replace"):
@@ -42,10 +42,10 @@ class ReadBeforeWriteMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         if current in marks:
             return None
         return ToolMessage(
-            content=f"Error: {call['name']} blocked — {path} already exists and you have not read its current "
-                    "version. Any write invalidates earlier reads, so re-read before every modification. Call "
-                    "read_file on it (a ranged read of the relevant section is enough, e.g. the last ~30 lines "
-                    "before an append), check what is already there, then retry.",
+            content=f"Error: {call['name']} blocked — {path} already exists and you have not read its "
+                    "current version. Any write invalidates earlier reads, so re-read before every "
+                    "modification. Call read_file on it (a ranged read of the relevant section is enough, "
+                    "e.g. the last ~30 lines before an append), check what is already there, then retry.",
             tool_call_id=str(call.get("id")), name=call["name"], status="error")
 
     def _marked(self, request: ToolCallRequest, result: Outcome) -> Outcome:
@@ -57,7 +57,8 @@ class ReadBeforeWriteMiddleware(AgentMiddleware):  # type: ignore[type-arg]
                                             READ_MARK_KEY: _hash(path.read_text(encoding="utf-8"))}
         return result
 
-    def wrap_tool_call(self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Outcome]) -> Outcome:
+    def wrap_tool_call(self, request: ToolCallRequest,
+                       handler: Callable[[ToolCallRequest], Outcome]) -> Outcome:
         blocked = self._blocked(request)
         if blocked is not None:
             return normalize_tool_result(blocked)

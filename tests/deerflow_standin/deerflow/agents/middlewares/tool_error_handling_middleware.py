@@ -27,19 +27,21 @@ from deerflow.agents.middlewares.tool_result_meta import (
 Outcome = ToolMessage | Command[Any]
 
 
-class ToolErrorHandlingMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+class ToolErrorHandlingMiddleware(AgentMiddleware):
     def _error_message(self, request: ToolCallRequest, exc: Exception) -> ToolMessage:
         name = str(request.tool_call.get("name") or "unknown_tool")
         detail = str(exc).strip() or type(exc).__name__
         message = ToolMessage(
             content=f"Error: Tool '{name}' failed with {type(exc).__name__}: {detail}. "
                     "Continue with available context, or choose an alternative tool.",
-            tool_call_id=str(request.tool_call.get("id") or "missing_tool_call_id"), name=name, status="error")
+            tool_call_id=str(request.tool_call.get("id") or "missing_tool_call_id"), name=name,
+            status="error")
         message.additional_kwargs = {TOOL_META_KEY: make_meta(status="error", source="exception",
                                                               **classify(f"{type(exc).__name__}: {detail}"))}
         return message
 
-    def wrap_tool_call(self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Outcome]) -> Outcome:
+    def wrap_tool_call(self, request: ToolCallRequest,
+                       handler: Callable[[ToolCallRequest], Outcome]) -> Outcome:
         try:
             result = handler(request)
         except GraphBubbleUp:
@@ -59,25 +61,25 @@ class ToolErrorHandlingMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         return normalize_tool_result(result)
 
 
-class SandboxMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+class SandboxMiddleware(AgentMiddleware):
     """Marker for DeerFlow's sandbox acquisition (``sandbox/middleware.py``)."""
 
 
-class SandboxAuditMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+class SandboxAuditMiddleware(AgentMiddleware):
     """Marker for ``agents/middlewares/sandbox_audit_middleware.py``."""
 
 
-class SafetyFinishReasonMiddleware(AgentMiddleware):  # type: ignore[type-arg]
-    """Marker for ``agents/middlewares/safety_finish_reason_middleware.py`` (registered after loop detection)."""
+class SafetyFinishReasonMiddleware(AgentMiddleware):
+    """Marker for ``agents/middlewares/safety_finish_reason_middleware.py`` (after loop detection)."""
 
 
-def _runtime_chain(*, read_before_write: bool = True, tool_progress: bool = True) -> list[AgentMiddleware]:  # type: ignore[type-arg]
+def _runtime_chain(*, read_before_write: bool = True, tool_progress: bool = True) -> list[AgentMiddleware]:
     """``_build_runtime_middlewares``' tool-axis order: …, SandboxAudit, ReadBeforeWrite, ToolProgress,
     ToolErrorHandling."""
     from deerflow.agents.middlewares.read_before_write_middleware import ReadBeforeWriteMiddleware
     from deerflow.agents.middlewares.tool_progress_middleware import ToolProgressMiddleware
 
-    chain: list[AgentMiddleware] = [SandboxMiddleware(), SandboxAuditMiddleware()]  # type: ignore[type-arg]
+    chain: list[AgentMiddleware] = [SandboxMiddleware(), SandboxAuditMiddleware()]
     if read_before_write:
         chain.append(ReadBeforeWriteMiddleware())
     if tool_progress:
@@ -87,12 +89,12 @@ def _runtime_chain(*, read_before_write: bool = True, tool_progress: bool = True
 
 
 def build_lead_runtime_middlewares(*, read_before_write: bool = True,
-                                   tool_progress: bool = True) -> list[AgentMiddleware]:  # type: ignore[type-arg]
+                                   tool_progress: bool = True) -> list[AgentMiddleware]:
     return _runtime_chain(read_before_write=read_before_write, tool_progress=tool_progress)
 
 
 def build_subagent_runtime_middlewares(*, loop_detection: bool = True, read_before_write: bool = True,
-                                       **_: Any) -> list[AgentMiddleware]:  # type: ignore[type-arg]
+                                       **_: Any) -> list[AgentMiddleware]:
     """The subagent chain: the shared runtime chain, then LoopDetection, then SafetyFinishReason."""
     from deerflow.agents.middlewares.loop_detection_middleware import LoopDetectionMiddleware
 

@@ -19,7 +19,7 @@ from deerflow.agents.middlewares.tool_result_meta import TOOL_META_KEY, ToolResu
 Outcome = ToolMessage | Command[Any]
 
 
-class ToolProgressMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+class ToolProgressMiddleware(AgentMiddleware):
     def __init__(self) -> None:
         super().__init__()
         self.parsed: list[ToolResultMeta] = []
@@ -34,7 +34,8 @@ class ToolProgressMiddleware(AgentMiddleware):  # type: ignore[type-arg]
                 self.unparsed.append(meta)
         return result
 
-    def wrap_tool_call(self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Outcome]) -> Outcome:
+    def wrap_tool_call(self, request: ToolCallRequest,
+                       handler: Callable[[ToolCallRequest], Outcome]) -> Outcome:
         return self._read(handler(request))
 
     async def awrap_tool_call(self, request: ToolCallRequest,

@@ -25,11 +25,13 @@ ToolProgressMiddleware's block."""
 
 _RULES: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("permission denied", "access denied"),
-     {"error_type": "permission", "recoverable_by_model": True, "recommended_next_action": "try_alternative"}),
+     {"error_type": "permission", "recoverable_by_model": True,
+      "recommended_next_action": "try_alternative"}),
     (("not found", "no such file", "does not exist"),
      {"error_type": "not_found", "recoverable_by_model": True, "recommended_next_action": "rewrite_query"}),
 ]
-_UNKNOWN = {"error_type": "unknown", "recoverable_by_model": True, "recommended_next_action": "try_alternative"}
+_UNKNOWN = {"error_type": "unknown", "recoverable_by_model": True,
+            "recommended_next_action": "try_alternative"}
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,8 @@ import subprocess
 
 
 def execute_command(command: str, cwd: str | None = None, timeout: float = 60) -> str:
-    done = subprocess.run(["/bin/bash", "-c", command], capture_output=True, text=True, cwd=cwd, timeout=timeout)
+    done = subprocess.run(["/bin/bash", "-c", command], capture_output=True, text=True, cwd=cwd,
+                          timeout=timeout)
     output = done.stdout
     if done.stderr:
         output += f"\nStd Error:\n{done.stderr}" if output else done.stderr
