@@ -129,7 +129,7 @@ def _anchored(prev: Callable[[type[Any]], Callable[[type[Any]], type[Any]]],
     """One subclass per anchor class (the SDK factory finds the anchor with ``isinstance``)."""
     anchored = type("HarnessGuardMiddleware", (HarnessGuardMiddleware,),
                     {"__doc__": HarnessGuardMiddleware.__doc__, "__module__": __name__})
-    return prev(anchor)(anchored)  # type: ignore[return-value]
+    return prev(anchor)(anchored)
 
 
 def _sandbox_reader(read_file: ReadFile | None) -> ReadFile | None:
