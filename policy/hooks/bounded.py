@@ -40,6 +40,14 @@ class LruDict(Generic[K, V]):
         while len(self._items) > self.limit:
             self._items.popitem(last=False)
 
+    def get_or_put(self, key: K, make: Callable[[], V]) -> V:
+        """The value for ``key``, storing ``make()`` first when there is none."""
+        value = self.get(key)
+        if value is None:
+            value = make()
+            self.put(key, value)
+        return value
+
     def pop(self, key: K) -> V | None:
         return self._items.pop(key, None)
 

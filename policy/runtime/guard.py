@@ -82,7 +82,10 @@ class Guard:
     def on_turn(self, calls: Sequence[ToolCall], scope: Scope) -> Decision:
         """Loop layers over a batch.  ``stop``: end the run; ``warn`` (without its text, see
         ``render``): delivered with that call's result, or by ``take_warnings``."""
-        return self._guarded("turn", lambda: self._on_turn(list(calls), scope))
+        try:  # inline rather than through ``_guarded``: this runs on every model turn
+            return self._on_turn(calls, scope)
+        except Exception as err:
+            return self._fault("turn", err)
 
     def on_call(self, call: ToolCall, scope: Scope) -> Decision:
         """Write gates.  ``block``: do not execute the call; send the hint as an error ToolMessage."""
@@ -155,7 +158,7 @@ class Guard:
 
     # --- implementation -----------------------------------------------------
 
-    def _on_turn(self, calls: list[ToolCall], scope: Scope) -> Decision:
+    def _on_turn(self, calls: Sequence[ToolCall], scope: Scope) -> Decision:
         if not calls:
             return ALLOW
         with self.store.scope(scope) as state:
@@ -240,12 +243,15 @@ class Guard:
         try:
             return evaluate()
         except Exception as err:
-            log.exception("policy %s: internal error during %s", self.policy.name, event)
-            fault = {"internal_error": f"{type(err).__name__}: {err}"}
-            if self.policy.on_internal_error == "block" and event == "call":
-                hint = f"[policy] internal error ({type(err).__name__}); the call was not checked."
-                return Decision(action="block", rule=_INTERNAL, hint=hint, metadata=fault)
-            return Decision(action="allow", rule=_INTERNAL, metadata=fault)
+            return self._fault(event, err)
+
+    def _fault(self, event: str, err: Exception) -> Decision:
+        log.exception("policy %s: internal error during %s", self.policy.name, event)
+        fault = {"internal_error": f"{type(err).__name__}: {err}"}
+        if self.policy.on_internal_error == "block" and event == "call":
+            hint = f"[policy] internal error ({type(err).__name__}); the call was not checked."
+            return Decision(action="block", rule=_INTERNAL, hint=hint, metadata=fault)
+        return Decision(action="allow", rule=_INTERNAL, metadata=fault)
 
 
 def _pending(state: ScopeState, call_id: str) -> dict[str, Any]:

@@ -63,7 +63,7 @@ from policy.model.compiled import CompiledPolicy
 from policy.model.decision import Decision
 from policy.model.events import Scope, ToolCall, ToolResult
 from policy.runtime.guard import Guard
-from policy.stores.memory import Store
+from policy.stores.memory import MemoryStore, Store
 
 log = logging.getLogger("policy.hooks.langchain")
 
@@ -104,6 +104,10 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self._stop_reasons: LruDict[str | None, str] = LruDict(limit)
         """The caller's run id (None for a run it gave none) → why the run was stopped, until consumed."""
         self._queues = self.guard.policy.deliver_warnings == "next_request"
+        self._inline = isinstance(self.guard.store, MemoryStore)
+        """Loop layers and queued warnings in memory are microseconds of pure computation: the async
+        hooks run them in place instead of in a worker thread (gates, which may run a command
+        checker, and result diagnosis, which reads up to ``scan_limit`` of output, still go to one)."""
 
     # --- for callers ---------------------------------------------------------
 
@@ -146,7 +150,10 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     async def aafter_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         scope = self._node_scope(runtime)
         if self.scopes.leave(scope, runtime.control):
-            await self.guard.aclear_pending(scope)
+            if self._inline:
+                self.guard.clear_pending(scope)
+            else:
+                await self.guard.aclear_pending(scope)
             with self._lock:
                 self._stops.pop(_key(scope))
         return None
@@ -165,7 +172,8 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                                ) -> ModelCallResult[Any]:
         if not self._queues:
             return await handler(request)
-        warnings = await self.guard.atake_warnings(self._node_scope(request.runtime))
+        scope = self._node_scope(request.runtime)
+        warnings = self.guard.take_warnings(scope) if self._inline else await self.guard.atake_warnings(scope)
         return await handler(self._with_warnings(request, warnings))
 
     @staticmethod
@@ -183,20 +191,24 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return None
         scope = self._node_scope(runtime)
         decision = self._pending_stop(scope) or self.guard.on_turn(_tool_calls(message), scope)
-        return self._turn_update(message, decision, scope, runtime.context)
+        if decision.action != "stop":  # the common case: nothing to change in the state
+            return None
+        return self._stopped(message, decision, scope, runtime.context)
 
     async def aafter_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         message = _last_ai_message(state)
         if message is None or not message.tool_calls:
             return None
         scope = self._node_scope(runtime)
-        decision = self._pending_stop(scope) or await self.guard.aon_turn(_tool_calls(message), scope)
-        return self._turn_update(message, decision, scope, runtime.context)
-
-    def _turn_update(self, message: AIMessage, decision: Decision, scope: Scope,
-                     context: Any) -> dict[str, Any] | None:
+        calls = _tool_calls(message)
+        decision = self._pending_stop(scope) or (
+            self.guard.on_turn(calls, scope) if self._inline else await self.guard.aon_turn(calls, scope))
         if decision.action != "stop":
             return None
+        return self._stopped(message, decision, scope, runtime.context)
+
+    def _stopped(self, message: AIMessage, decision: Decision, scope: Scope, context: Any) -> dict[str, Any]:
+        """The state update of a stopped turn: the model's message without its calls, with the stop text."""
         self._record_stop(scope, context, decision)
         return {"messages": [stopped_ai_message(message, decision)]}
 
@@ -265,8 +277,12 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     # --- scopes and stops ----------------------------------------------------
 
     def _node_scope(self, runtime: Runtime[Any]) -> Scope:
-        return self.scopes.resolve(runtime.context, runtime.execution_info, _configurable(None),
-                                   runtime.control)
+        context = runtime.context
+        if type(context) is dict:  # DeerFlow's shape: both ids in the context (the common case, made cheap)
+            named = self.scopes.named(context.get("thread_id"), context.get("run_id"))
+            if named is not None:
+                return named
+        return self.scopes.resolve(context, runtime.execution_info, _configurable(None), runtime.control)
 
     def _tool_scope(self, request: ToolCallRequest) -> Scope:
         runtime = request.runtime
@@ -276,8 +292,11 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                                    _configurable(config), _invocation_control())
 
     def _pending_stop(self, scope: Scope) -> Decision | None:
+        key = _key(scope)
+        if key not in self._stops:  # a lock-free look first: most turns belong to runs not stopped
+            return None
         with self._lock:
-            return self._stops.get(_key(scope))
+            return self._stops.get(key)
 
     def _record_stop(self, scope: Scope, context: Any, decision: Decision) -> None:
         reason = stop_reason(decision)
@@ -298,7 +317,10 @@ def _key(scope: Scope) -> tuple[str, str]:
 
 
 def _last_ai_message(state: Any) -> AIMessage | None:
-    messages = state.get("messages") if isinstance(state, Mapping) else getattr(state, "messages", None)
+    if type(state) is dict or isinstance(state, Mapping):
+        messages = state.get("messages")
+    else:
+        messages = getattr(state, "messages", None)
     if not messages:
         return None
     last = messages[-1]
