@@ -387,3 +387,76 @@ def test_async_lead_agent_runs_deliver_the_warning_as_the_sync_ones_do(tmp_path:
 
     assert [len(loop_warnings(request)) for request in model.requests] == [0, 0, 0, 1]
     assert loop_warnings(result["messages"]) == []
+
+
+# --- the README's DeerFlow section runs as written ------------------------------------------
+
+
+def readme_blocks(language: str) -> list[str]:
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    body = text.split("\n## Use with DeerFlow\n", 1)[1].split("\n## ", 1)[0]
+    return [block.split("\n```", 1)[0] for block in body.split(f"```{language}\n")[1:]]
+
+
+def test_the_readme_entry_points_run_and_place_the_guard(tmp_path: Path) -> None:
+    from deerflow.agents.lead_agent import agent as lead
+    from deerflow.agents.middlewares import tool_error_handling_middleware as handler
+
+    lead_block, sdk_block, subagent_block = readme_blocks("python")
+    model = scripted(*(bash_turn("ls") for _ in range(5)), AIMessage(content="x"))
+    namespace: dict[str, Any] = {"model": model, "tools": sandbox_tools(tmp_path)}
+    for block in (lead_block, sdk_block, subagent_block):
+        exec(compile(block, "README.md", "exec"), namespace)
+    try:
+        assert "HarnessGuardMiddleware" in names(lead.build_middlewares({"configurable": {}}, None))
+        assert "LoopDetectionMiddleware" not in names(handler.build_subagent_runtime_middlewares())
+        result = namespace["agent"].invoke({"messages": [("user", "go")]},
+                                           context={"thread_id": "t", "run_id": "readme"})
+        assert "[LOOP STOPPED]" in result["messages"][-1].text
+        assert namespace["guard"].consume_stop_reason("readme") == "loop_capped"
+    finally:
+        namespace["undo"]()
+        namespace["undo_subagents"]()
+    assert "LoopDetectionMiddleware" in names(lead.build_middlewares({"configurable": {}}, None))
+
+
+def _chunked_write(tmp_path: Path, chunks: int, guard: HarnessGuardMiddleware) -> list[ToolMessage]:
+    """A file written in ``chunks`` appends under ReadBeforeWrite, re-read before each append."""
+    from deerflow.agents.middlewares.read_before_write_middleware import ReadBeforeWriteMiddleware
+    from deerflow.agents.middlewares.tool_error_handling_middleware import ToolErrorHandlingMiddleware
+
+    target = tmp_path / "app.py"
+
+    def call(name: str, **args: Any) -> AIMessage:
+        return AIMessage(content="", tool_calls=[{"id": f"call-{next(_ids)}", "name": name, "args": args,
+                                                   "type": "tool_call"}])
+
+    script = [call("write_file", path=str(target), content="values = [\n")]
+    for n in range(1, chunks):
+        script += [call("read_file", path=str(target)),
+                   call("write_file", path=str(target), content=f"    {n},\n", append=True)]
+    chain = guard_chain([ReadBeforeWriteMiddleware(), ToolErrorHandlingMiddleware()], guard)
+    agent = create_agent(scripted(*script, AIMessage(content="done")), sandbox_tools(tmp_path),
+                         middleware=chain)
+    result = agent.invoke({"messages": [("user", "write it")]}, context={"thread_id": "t", "run_id": "r"})
+    return [m for m in result["messages"] if isinstance(m, ToolMessage)]
+
+
+def test_the_readme_says_when_re_reads_between_chunks_stop_a_deerflow_run(tmp_path: Path) -> None:
+    answers = _chunked_write(tmp_path, 6, deerflow_guard("builtin:deerflow"))
+
+    assert len(answers) == 9  # the fifth re-read is stopped before it runs
+    assert [m.additional_kwargs.get("policy", {}).get("action") for m in answers] == [None] * 9
+    assert (tmp_path / "app.py").read_text().count(",") == 4
+
+
+def test_the_readmes_team_policy_lets_a_many_chunk_write_through(tmp_path: Path) -> None:
+    (policy_block,) = [block for block in readme_blocks("") if block.startswith("extends")]
+    team = tmp_path / "team.policy"
+    team.write_text(policy_block, encoding="utf-8")
+
+    answers = _chunked_write(tmp_path, 8, deerflow_guard(team))
+
+    assert len(answers) == 15
+    assert all(m.status == "success" and "policy" not in m.additional_kwargs for m in answers)
+    assert (tmp_path / "app.py").read_text().count(",") == 7

@@ -639,7 +639,7 @@ def readme_blocks(section: str, language: str) -> list[str]:
 
 def test_the_readme_example_runs_and_reports_a_stop(workspace: Workspace,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    (example,) = readme_blocks("Use with LangChain / DeerFlow", "python")
+    (example,) = readme_blocks("Use with LangChain", "python")
     write_file, str_replace, bash = workspace.tools()
     namespace = {"model": model(*repeated("echo same", 5)), "write_file": write_file,
                  "str_replace": str_replace, "bash": bash}
