@@ -102,6 +102,9 @@ class ScopeState:
     """Call id → its key, from its turn until its result arrives (at most ``MAX_OPEN_CALLS``)."""
     pending: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Call id → decisions waiting for that call's result (owned by the guard; JSON values only)."""
+    queued: list[dict[str, Any]] = field(default_factory=list)
+    """Warnings waiting for the next model request (``deliver_warnings next_request``; owned by
+    the guard; JSON values only)."""
     files: WorkspaceState = field(default_factory=WorkspaceState)
     """What the guard knows about the workspace's files (``policy.runtime.workspace.state``)."""
 
@@ -126,6 +129,7 @@ class ScopeState:
                                 "warned": o.warned.hex()},
                 "open_calls": self.open_calls,
                 "pending": self.pending,
+                "queued": self.queued,
                 "files": self.files.to_json(),
             },
             ensure_ascii=False,
@@ -171,6 +175,7 @@ class ScopeState:
             ),
             open_calls={str(k): _str(v, "open_calls") for k, v in root.get("open_calls", dict).items()},
             pending={str(k): v for k, v in root.get("pending", dict).items() if isinstance(v, dict)},
+            queued=[v for v in root.data.get("queued") or [] if isinstance(v, dict)],
             files=WorkspaceState.from_json(data.get("files")),
         )
         repeat, oscillation = state.repeat, state.oscillation
