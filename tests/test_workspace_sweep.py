@@ -143,3 +143,13 @@ def test_many_scopes_share_one_workspace_without_mixing_their_findings(tmp_path:
 
 def test_every_case_has_a_distinct_name() -> None:
     assert len({case.name for case in CASES}) == len(CASES)
+
+
+def test_a_command_that_changes_many_gated_files_is_checked_up_to_the_bound(tmp_path: Path) -> None:
+    files = {f"pkg/m{index:02}.py": "def f(x):\n    return x\n" for index in range(40)}
+    prepare(Case("base", "", files=files), tmp_path)
+    guard = Guard("builtin:default", workspace=tmp_path)
+    _, decision = run_command(guard, tmp_path, "sed -i 's/):$/)/' pkg/*.py", "c1")
+    assert len(decision.metadata["files"]) == 32
+    assert len(decision.metadata["unchecked"]) == 8
+    assert "This command also left these files broken" in (decision.hint or "")

@@ -3,8 +3,8 @@
 A write (or a command whose text writes, ``cat > f.py <<'EOF'``) allowed as an
 incomplete prefix may be the first chunk of a file sent in parts.  When the
 next call on that file is not an append, or the batch ends and the next one
-does not go on with it, the model is told on that call's result that the file
-is still incomplete and where (``policy.runtime.gates.open_end``).
+does not go on with it (nor reads it), the model is told on that call's result
+that the file is still incomplete and where (``policy.runtime.gates.open_end``).
 """
 
 from __future__ import annotations
@@ -24,17 +24,19 @@ from policy.runtime.gates.problems import snippet
 from policy.runtime.gates.shell_writes import shell_writes
 from policy.runtime.gates.validators import validate
 
-Touch = Literal["append", "other"]
+Touch = Literal["append", "read", "other"]
 
 
 def touches(policy: CompiledPolicy, call: ToolCall, path: str) -> Touch | None:
-    """How ``call`` concerns the file ``path``: it appends to it, does something else with it, or
-    does not name it (None)."""
+    """How ``call`` concerns the file ``path``: it appends to it, reads it (as a harness may require
+    before each append), does something else with it, or does not name it (None)."""
     spec = policy.tool(call.name)
     if spec.role in WRITING_ROLES or spec.role == "read":
         named = spec.arg("path", call.args)
         if not isinstance(named, str) or not same_path(named, path):
             return None
+        if spec.role == "read":
+            return "read"
         return "append" if spec.role == "write" and flag(spec.arg("append", call.args)) else "other"
     if spec.role == "run":
         command = spec.arg("command", call.args)

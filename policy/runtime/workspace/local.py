@@ -25,7 +25,7 @@ from policy.runtime.workspace.ignore import IgnoreFile, IgnoreStack
 from policy.runtime.workspace.snapshot import Snapshot
 
 DEFAULT_MAX_FILES = 20_000
-ENTRIES_PER_FILE = 50
+ENTRIES_PER_FILE = 10
 """A walk also stops after listing this many entries per covered file it may hold."""
 RACY_NS = 50_000_000
 SKIPPED_FOLDERS = frozenset({

@@ -72,16 +72,18 @@ def sweep(policy: CompiledPolicy, workspace: Workspace, state: WorkspaceState, b
         state.checked.pop(path, None)
         record(state, path, DELETED)
     unknown: list[Broken] = []
+    checked = 0
     for count, path in enumerate(changes.changed):
         stat = after.stat(path)
         assert stat is not None
         gate = matching_gate(policy.gates, path) if policy.gates else None
-        if gate is None or len(result.broken) + len(unknown) + len(result.unchecked) >= MAX_CHECKED:
+        if gate is None or checked >= MAX_CHECKED:
             if gate is not None:
                 result.unchecked.append(path)
             if count < MAX_READ:
                 record(state, path, content_digest(workspace.read(path)))
             continue
+        checked += 1
         text = workspace.read(path)
         record(state, path, content_digest(text))
         if text is None:
