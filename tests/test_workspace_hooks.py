@@ -119,3 +119,16 @@ def test_replay_shows_sweep_findings_from_a_traces_files_snapshots() -> None:
     assert "This command changed app.py and left it broken" in by_id["c1"]["hint"]
     assert by_id["c2"]["action"] == "block" and by_id["c2"]["rule"] == "gate json"
     assert "app.py is still incomplete on disk" in by_id["c4"]["hint"]
+
+
+def test_the_middleware_follows_up_a_chunk_left_incomplete(tmp_path: Path) -> None:
+    tools = Workspace(tmp_path)
+    target = tmp_path / "app.py"
+    guard = HarnessGuardMiddleware("builtin:default", workspace=tmp_path)
+    script = [turn(call("write_file", path=str(target), content="CONFIG = {\n    'debug': True,\n")),
+              turn(call("bash", command="python3 app.py")), answer()]
+    agent = create_agent(model(*script), tools=tools.tools(), middleware=[guard])
+    result = agent.invoke({"messages": [("user", "write app.py")]}, context={"thread_id": "t", "run_id": "r"})
+    first, second = tool_messages(result)
+    assert "policy" not in first.additional_kwargs  # the chunk itself is allowed, and not remarked on
+    assert "app.py is still incomplete on disk: the `{` opened here is not closed" in str(second.content)
