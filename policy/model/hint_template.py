@@ -29,7 +29,7 @@ COMMON_VARIABLES = frozenset(
 
 RULE_VARIABLES: dict[str, frozenset[str]] = {
     "gate": frozenset({"path", "line", "column", "message", "snippet", "validator", "output"}),
-    "signature": frozenset({"signature", "captures", "excerpt", "output", "status"}),
+    "signature": frozenset({"signature", "captures", "excerpt", "output", "status", "module_origin"}),
     "repeat": frozenset({"count", "warn", "stop", "window", "same_result", "result_excerpt"}),
     "frequency": frozenset({"count", "warn", "stop", "window"}),
     "error_streak": frozenset({"count", "warn", "stop", "signature", "captures", "excerpt"}),
