@@ -70,15 +70,22 @@ def reported_status(text: str) -> ReportedStatus | None:
     return ReportedStatus(int(code), found.group("command"))
 
 
-def by_design(command: str, code: int | None, output: str) -> bool:
+def by_design(command: str, code: int | None, output: str, named_error: bool = False) -> bool:
     """Is a non-zero status (``code``, None when the harness did not say which) an answer
-    the command's last program gives by design, with no error in ``output``?"""
+    the command's last program gives by design, with no error in ``output``?
+    ``named_error``: a signature names an error in the output.  That is an error for a
+    program that prints nothing else when it says no (``grep``, ``test``, ``xargs``
+    running one), not for one whose answer is text that may quote anything (``diff``,
+    a linter's findings)."""
     if _BY_DESIGN_NAMES.search(command) is None:  # no such program anywhere: no need to parse
         return False
     program = last_program(command)
     if program is None:
         return False
-    check = _RULES.get(_family(program))
+    family = _family(program)
+    if named_error and family in _QUIET_FAMILIES:
+        return False
+    check = _RULES.get(family)
     return check is not None and check(program, code, output)
 
 
@@ -123,7 +130,7 @@ def _program(words: list[str]) -> str | None:
             break
     if not words:
         return None
-    name = _basename(words[0])
+    name = words[0] if words[0] in _TEST else _basename(words[0])  # `./test` is not `test`
     if name == "git" and len(words) > 1 and words[1] in {"grep", "diff"}:
         return f"git {words[1]}"
     return name
@@ -180,6 +187,9 @@ _PYLINT_BROKEN = 1 | 32
 def _without_status_lines(output: str) -> str:
     return _REPORTED.sub("", output)
 
+
+_QUIET_FAMILIES = frozenset({"search", "test", "xargs"})
+"""Programs that print nothing but diagnostics when their answer is no."""
 
 _RULES: dict[str, Callable[[str, int | None, str], bool]] = {
     "search": _answer(1),

@@ -217,7 +217,8 @@ def _is_failed(policy: CompiledPolicy, call: ToolCall, result: ToolResult, outpu
         return False
     command = (reported.command if reported is not None else None) or spec.arg("command", call.args)
     code = reported.code if reported is not None else None
-    return not (isinstance(command, str) and by_design(command, code, decode(output.tail)))
+    named = any(policy.signatures[i].on_error_only for i in output.signatures)
+    return not (isinstance(command, str) and by_design(command, code, decode(output.tail), named))
 
 
 def _error_text(policy: CompiledPolicy, output: Output) -> str:
