@@ -130,7 +130,9 @@ def _program(words: list[str]) -> str | None:
             break
     if not words:
         return None
-    name = words[0] if words[0] in _TEST else _basename(words[0])  # `./test` is not `test`
+    name = _basename(words[0])
+    if name in _TEST and name != words[0]:
+        name = words[0]  # `./test` is a program of the project, not the shell's `test`
     if name == "git" and len(words) > 1 and words[1] in {"grep", "diff"}:
         return f"git {words[1]}"
     return name

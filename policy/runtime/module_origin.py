@@ -47,8 +47,9 @@ def module_origin(module: str, output: str, command: str, read_file: ReadFile | 
                 return "extension"
     if _PROJECT_NAMES.match(top) or any(_is_package_on_path(top, folder, read_file) for folder in folders):
         return "project"
-    if re.search(rf"(?:^|[\s/=]){re.escape(top)}(?:/|\.py\b)", command):
-        return "project"
+    if re.search(rf"(?:^|[\s/=]){re.escape(top)}(?:/|\.py\b)|SETTINGS_MODULE=['\"]?{re.escape(top)}\b"
+                 rf"|--settings[= ]['\"]?{re.escape(top)}\b", command):
+        return "project"  # a path of the command, or the settings module it names
     if read_file is not None:
         for folder in ["", "src", *folders]:
             candidates = (_join(folder, f"{top}.py"), _join(folder, f"{top}/__init__.py"))
