@@ -64,6 +64,23 @@ _PIP_NAMES = {
     "psycopg2": "psycopg2-binary",
     "MySQLdb": "mysqlclient",
     "win32api": "pywin32",
+    "erfa": "pyerfa",
+    "jose": "python-jose",
+    "nacl": "PyNaCl",
+    "Bio": "biopython",
+    "dns": "dnspython",
+    "socks": "PySocks",
+    "slugify": "python-slugify",
+    "multipart": "python-multipart",
+    "websocket": "websocket-client",
+    "gi": "PyGObject",
+    "wx": "wxPython",
+    "ldap": "python-ldap",
+    "OpenGL": "PyOpenGL",
+    "mpl_toolkits": "matplotlib",
+    "pkg_resources": "setuptools",
+    "umap": "umap-learn",
+    "faiss": "faiss-cpu",
 }
 
 
