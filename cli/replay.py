@@ -11,7 +11,8 @@ import click
 from cli.paths import policy_sources
 from cli.policies import compile_or_exit
 from policy.model.compiled import CompiledPolicy
-from policy.replay.replayer import ACTIONS, ReplayReport, replay_file
+from policy.model.decision import ACTIONS
+from policy.replay.replayer import ReplayReport, replay_file
 
 _COLOURS = {"hint": "cyan", "warn": "yellow", "block": "red", "stop": "magenta"}
 

@@ -13,8 +13,8 @@ from policy.model.compiled import CompiledPolicy, FrequencyRule
 from policy.model.decision import RuleRef
 from policy.model.events import ToolCall
 from policy.runtime.loops.detector import LoopDetector
-from policy.runtime.loops.frequency import FrequencyLayer
-from policy.runtime.loops.state import FrequencyState, ScopeState
+from policy.runtime.loops.frequency import FrequencyLayer, FrequencyState
+from policy.runtime.loops.state import ScopeState
 
 _ids = itertools.count(1)
 

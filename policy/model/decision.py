@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, Protocol, TypeVar
 
 from policy.model.diagnostics import Span
 
 Action = Literal["allow", "hint", "warn", "block", "stop"]
 
-SEVERITY: dict[str, int] = {"allow": 0, "hint": 1, "warn": 2, "block": 3, "stop": 4}
+ACTIONS: tuple[Action, ...] = ("allow", "hint", "warn", "block", "stop")
+"""Every action, least severe first."""
+SEVERITY: dict[str, int] = {action: rank for rank, action in enumerate(ACTIONS)}
 
 
 @dataclass(frozen=True)
@@ -87,10 +89,24 @@ class Decision(NamedTuple):
 ALLOW = Decision()
 
 
-def most_severe(decisions: Iterable[Decision]) -> Decision:
-    """The first decision of the highest severity (ties keep the earlier one)."""
-    best = ALLOW
-    for decision in decisions:
-        if decision.severity > best.severity:
-            best = decision
+class _Ranked(Protocol):
+    @property
+    def action(self) -> Action: ...
+
+
+_R = TypeVar("_R", bound=_Ranked)
+
+
+def most_severe(items: Iterable[_R], *, latest: bool = False) -> _R | None:
+    """The item whose action is the most severe, ``allow`` never (None when nothing but allow).
+
+    Ties go to the earlier item, or with ``latest`` to the later one.  Decisions and loop
+    findings alike are ranked by this one function.
+    """
+    best: _R | None = None
+    best_rank = 0
+    for item in items:
+        rank = SEVERITY[item.action]
+        if rank > best_rank or (latest and rank == best_rank and rank > 0):
+            best, best_rank = item, rank
     return best

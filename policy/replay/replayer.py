@@ -9,12 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from policy.model.compiled import CompiledPolicy
-from policy.model.decision import Decision
+from policy.model.decision import ACTIONS, Decision
 from policy.model.events import Scope, ToolCall, ToolResult
 from policy.replay.harness import EventKind, Session
 from policy.replay.trace import FileEvent, ResultEvent, TraceError, TurnEvent, read_events
-
-ACTIONS = ("allow", "hint", "warn", "block", "stop")
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from typing import Any
 
 from policy.language.loader import load_policy
 from policy.model.compiled import WRITING_ROLES, CompiledPolicy
-from policy.model.decision import ALLOW, SEVERITY, Decision, RuleRef
+from policy.model.decision import ALLOW, Decision, RuleRef
 from policy.model.events import Scope, ToolCall, ToolResult
 from policy.runtime.gates import check_write, file_effect
 from policy.runtime.loops.detector import LoopDetector
@@ -215,7 +215,7 @@ def _combine(decisions: list[Decision]) -> Decision:
         fired = [d for d in fired if d.action != "warn"]
     if not fired:
         return ALLOW
-    ordered = sorted(fired, key=lambda d: -SEVERITY[d.action])
+    ordered = sorted(fired, key=lambda d: -d.severity)
     lead = ordered[0]
     if len(ordered) == 1:
         return lead
