@@ -85,8 +85,33 @@ class Decision(NamedTuple):
             "metadata": dict(self.metadata),
         }
 
+    def to_state(self) -> dict[str, Any]:
+        """The decision as a store keeps it between events: ``to_dict``, with the rule's kind,
+        name and span (the store boundary is the only place a decision becomes a dict)."""
+        data = self.to_dict()
+        rule = self.rule
+        if rule is not None:
+            data["rule"] = {"kind": rule.kind, "name": rule.name,
+                            "span": rule.span.model_dump() if rule.span is not None else None}
+        return data
+
+    @classmethod
+    def from_state(cls, data: Mapping[str, Any]) -> Decision:
+        """A decision back from ``to_state`` (or from the ``to_dict`` form earlier versions stored)."""
+        return cls(action=data["action"], rule=_stored_rule(data.get("rule")), hint=data.get("hint"),
+                   call_id=data.get("call_id"), signature=data.get("signature"),
+                   captures=data.get("captures") or {}, metadata=data.get("metadata") or {})
+
 
 ALLOW = Decision()
+
+
+def _stored_rule(data: Any) -> RuleRef | None:
+    if isinstance(data, Mapping):
+        span = data.get("span")
+        return RuleRef(str(data["kind"]), str(data["name"]), Span.model_validate(span) if span else None)
+    kind, _, name = (data or "").partition(" ")  # ``to_dict``'s "kind name", stored by earlier versions
+    return RuleRef(kind, name) if kind else None
 
 
 class _Ranked(Protocol):

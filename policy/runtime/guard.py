@@ -121,7 +121,7 @@ class Guard:
         with self.store.scope(scope) as state:
             decision = self._loops.on_turn(state, calls)
             if decision.action == "warn" and decision.call_id is not None:
-                _pending(state, decision.call_id)[_WARNING] = decision.to_dict()
+                _pending(state, decision.call_id)[_WARNING] = decision
         return decision
 
     def _on_call(self, call: ToolCall, scope: Scope) -> Decision:
@@ -195,14 +195,11 @@ def _take_pending(state: ScopeState, call_id: str) -> Decision:
     return _restore(state.pending.pop(call_id, {}).get(_WARNING))
 
 
-def _restore(data: dict[str, Any] | None) -> Decision:
-    """A pending warning back from its stored form."""
-    if not data:
-        return ALLOW
-    kind, _, name = (data.get("rule") or "").partition(" ")
-    return Decision(action=data["action"], rule=RuleRef(kind, name) if kind else None, hint=data.get("hint"),
-                    call_id=data.get("call_id"), signature=data.get("signature"),
-                    captures=data.get("captures") or {}, metadata=data.get("metadata") or {})
+def _restore(warning: Decision | dict[str, Any] | None) -> Decision:
+    """A pending warning: the decision itself, or its stored form when a store kept it as JSON."""
+    if isinstance(warning, Decision):
+        return warning
+    return Decision.from_state(warning) if warning else ALLOW
 
 
 def _combine(decisions: list[Decision]) -> Decision:

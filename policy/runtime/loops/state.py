@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from policy.model.decision import Decision
 from policy.runtime.loops.layer import Fields, LayerState, checked_str
 from policy.runtime.loops.layers import LAYERS
 
@@ -49,7 +50,8 @@ class ScopeState:
     open_calls: dict[str, str] = field(default_factory=dict)
     """Call id → its key, from its turn until its result arrives (at most ``MAX_OPEN_CALLS``)."""
     pending: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Call id → decisions waiting for that call's result (owned by the guard; JSON values only)."""
+    """Call id → what waits for that call's result (owned by the guard): JSON values and
+    ``Decision``s, which ``to_json`` writes in their stored form (``Decision.to_state``)."""
 
     def __getattr__(self, name: str) -> Any:
         index = _SLOTS.get(name)
@@ -62,7 +64,9 @@ class ScopeState:
         for layer, state in zip(LAYERS, self.layers, strict=True):
             data[layer.state_name] = state.to_json()
         data["open_calls"] = self.open_calls
-        data["pending"] = self.pending
+        data["pending"] = {call_id: {name: value.to_state() if isinstance(value, Decision) else value
+                                     for name, value in entry.items()}
+                           for call_id, entry in self.pending.items()}
         return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
