@@ -66,9 +66,9 @@ class Session:
         self.files = VirtualFiles(files)
         self.guard = Guard(policy, read_file=self.files.read)
         self.listener = listener
-        self.outcomes: dict[tuple[str, str], Outcome] = {}
-        self.stopped: set[str] = set()
-        self._effects: dict[tuple[str, str], FileEffect] = {}
+        self.outcomes: dict[tuple[tuple[str, str], str], Outcome] = {}
+        self.stopped: set[tuple[str, str]] = set()
+        self._effects: dict[tuple[tuple[str, str], str], FileEffect] = {}
 
     def is_stopped(self, scope: Scope) -> bool:
         return scope.key in self.stopped

@@ -45,7 +45,6 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime, get_runtime
 from langgraph.types import Command
 
-from policy.hooks.bounded import LruDict
 from policy.hooks.delivery import stop_reason
 from policy.hooks.langchain.messages import (
     annotated_tool_message,
@@ -58,6 +57,7 @@ from policy.model.compiled import CompiledPolicy
 from policy.model.decision import Decision
 from policy.model.events import Scope, ToolCall, ToolResult
 from policy.runtime.guard import Guard
+from policy.stores.lru import LruDict
 from policy.stores.memory import Store
 
 log = logging.getLogger("policy.hooks.langchain")
@@ -124,7 +124,7 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if self.scopes.leave(scope, runtime.control):
             self.guard.clear_pending(scope)
             with self._lock:
-                self._stops.pop(_key(scope))
+                self._stops.pop(scope.key)
         return None
 
     async def aafter_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
@@ -132,7 +132,7 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if self.scopes.leave(scope, runtime.control):
             await self.guard.aclear_pending(scope)
             with self._lock:
-                self._stops.pop(_key(scope))
+                self._stops.pop(scope.key)
         return None
 
     # --- model turns ---------------------------------------------------------
@@ -237,24 +237,20 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def _pending_stop(self, scope: Scope) -> Decision | None:
         with self._lock:
-            return self._stops.get(_key(scope))
+            return self._stops.get(scope.key)
 
     def _record_stop(self, scope: Scope, context: Any, decision: Decision) -> None:
         reason = stop_reason(decision)
         log.info("policy %s stopped run %s of thread %s: %s", self.guard.policy.name, scope.run_id,
                  scope.thread_id, decision.rule)
         with self._lock:
-            self._stops.put(_key(scope), decision)
+            self._stops.put(scope.key, decision)
             self._stop_reasons.put(str(scope.run_id), reason)
         if isinstance(context, dict):
             context["stop_reason"] = reason
 
 
 # --- helpers -------------------------------------------------------------------
-
-
-def _key(scope: Scope) -> tuple[str, str]:
-    return (scope.thread_id, str(scope.run_id))
 
 
 def _last_ai_message(state: Any) -> AIMessage | None:

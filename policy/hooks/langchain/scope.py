@@ -23,8 +23,8 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from policy.hooks.bounded import LruDict
 from policy.model.events import Scope
+from policy.stores.lru import LruDict
 
 DEFAULT_THREAD = "default"
 UNANCHORED_RUN = "unanchored"
@@ -57,7 +57,7 @@ class RunScopes:
     def __init__(self, limit: int = 1000) -> None:
         self._lock = threading.Lock()
         self._anchors: LruDict[object, str] = LruDict(limit)
-        self._entries: LruDict[str, int] = LruDict(limit)
+        self._entries: LruDict[tuple[str, str], int] = LruDict(limit)
 
     def resolve(self, context: Any, execution_info: Any, configurable: Mapping[str, Any],
                 anchor: object | None) -> Scope:

@@ -1,4 +1,5 @@
-"""A size-bounded mapping that forgets its least recently used entries."""
+"""The one size-bounded mapping of the project: it forgets its least recently used entries
+(scopes of ``MemoryStore``, the LangChain middleware's runs and stops)."""
 
 from __future__ import annotations
 
