@@ -1,6 +1,6 @@
 """The guard: a compiled policy applied to one harness's events, with state per scope.
 
-A harness reports three events per scope (DESIGN.md, "Events and decisions"):
+A harness reports three events per scope (docs/design.md, "Events and decisions"):
 ``on_turn`` when the model answers with a batch of calls (loop layers repeat
 and frequency), ``on_call`` before one call executes (write gates) and
 ``on_result`` after it returns (signatures, error streaks, oscillation).
