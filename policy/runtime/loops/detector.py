@@ -42,8 +42,10 @@ class LoopDetector:
         self._outputs = output_reader(policy)
         built = [(index, layer.from_policy(policy)) for index, layer in enumerate(LAYERS)]
         layers: list[tuple[int, Layer[Any]]] = [(index, layer) for index, layer in built if layer is not None]
-        self._turn_layers = [(index, layer) for index, layer in layers if layer.takes_turns()]
-        self._result_layers = [(index, layer) for index, layer in layers if layer.takes_results()]
+        self._turn_steps = tuple((index, layer.on_turn) for index, layer in layers if layer.takes_turns())
+        self._result_steps = tuple(
+            (index, layer.on_result) for index, layer in layers if layer.takes_results()
+        )
 
     def on_turn(self, state: ScopeState, calls: Sequence[ToolCall]) -> Decision:
         """The layers over one batch of calls: the first stop, else the first warning candidate."""
@@ -53,8 +55,8 @@ class LoopDetector:
         _remember_keys(state.open_calls, calls, keys)
         states = state.layers
         selected: Finding | None = None
-        for index, layer in self._turn_layers:
-            finding = layer.on_turn(states[index], calls, keys)
+        for index, on_turn in self._turn_steps:
+            finding = on_turn(states[index], calls, keys)
             if finding is None:
                 continue
             if finding.action == "stop":
@@ -84,7 +86,7 @@ class LoopDetector:
         observed = Observed(call, result, failed, error_key, state_changed, fingerprint(key_text), key_text,
                             self._outputs.fingerprint(output), output.text)
         states = state.layers
-        findings = [layer.on_result(states[index], observed) for index, layer in self._result_layers]
+        findings = [on_result(states[index], observed) for index, on_result in self._result_steps]
         selected = most_severe(finding for finding in findings if finding is not None)
         return ALLOW if selected is None else self._decide(selected)
 

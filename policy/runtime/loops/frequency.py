@@ -66,8 +66,9 @@ class FrequencyLayer(Layer[FrequencyState]):
         """Count each call in the model's order: a stop ends the count at once; else the first
         warning candidate, or None."""
         selected = None
+        on_call = self.on_call
         for call in calls:
-            finding = self.on_call(state, call)
+            finding = on_call(state, call)
             if finding is None:
                 continue
             if finding.action == "stop":
