@@ -10,7 +10,7 @@ compiler's job.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from policy.language import ast
 from policy.language.collector import Report, did_you_mean, join_help, quoted_list
@@ -272,7 +272,7 @@ def _values_span(statement: ast.Statement) -> Span:
 
 def spanning(first: Span, last: Span) -> Span:
     """The span from the start of ``first`` to the end of ``last``."""
-    return Span.model_construct(
+    return Span(
         file=first.file,
         line=first.line,
         column=first.column,
@@ -324,7 +324,7 @@ def _split_run_on(statement: ast.Statement, specs: Mapping[str, Spec]) -> list[a
         return None
     bounds = [*starts, len(statement.values)]
     pieces = [
-        ast.Statement.model_construct(
+        ast.Statement(
             span=spanning(statement.span, statement.values[starts[0] - 1].span)
             if starts[0]
             else statement.name_span,
@@ -340,7 +340,7 @@ def _split_run_on(statement: ast.Statement, specs: Mapping[str, Spec]) -> list[a
         rest = statement.values[start + 1 : bounds[index + 1]]
         last_span = rest[-1].span if rest else head.span
         pieces.append(
-            ast.Statement.model_construct(
+            ast.Statement(
                 span=spanning(head.span, last_span),
                 name=head.value,
                 name_span=head.span,
@@ -349,7 +349,7 @@ def _split_run_on(statement: ast.Statement, specs: Mapping[str, Spec]) -> list[a
             )
         )
     last = pieces[-1]
-    pieces[-1] = last.model_copy(update={"block": statement.block})
+    pieces[-1] = replace(last, block=statement.block)
     for piece in pieces:
         piece_spec = specs[piece.name]
         if not _fits(piece.values, piece_spec):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Literal, NamedTuple, Protocol, TypeVar
 
 from policy.model.diagnostics import Span
@@ -92,7 +92,7 @@ class Decision(NamedTuple):
         rule = self.rule
         if rule is not None:
             data["rule"] = {"kind": rule.kind, "name": rule.name,
-                            "span": rule.span.model_dump() if rule.span is not None else None}
+                            "span": asdict(rule.span) if rule.span is not None else None}
         return data
 
     @classmethod
@@ -109,7 +109,7 @@ ALLOW = Decision()
 def _stored_rule(data: Any) -> RuleRef | None:
     if isinstance(data, Mapping):
         span = data.get("span")
-        return RuleRef(str(data["kind"]), str(data["name"]), Span.model_validate(span) if span else None)
+        return RuleRef(str(data["kind"]), str(data["name"]), Span(**span) if span else None)
     kind, _, name = (data or "").partition(" ")  # ``to_dict``'s "kind name", stored by earlier versions
     return RuleRef(kind, name) if kind else None
 

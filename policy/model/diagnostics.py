@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
 
-class Span(BaseModel):
+@dataclass(frozen=True, slots=True)
+class Span:
     """A region of a source file.  Lines and columns are 1-based; the end is exclusive."""
-
-    model_config = ConfigDict(frozen=True)
 
     file: str
     line: int
@@ -29,7 +29,8 @@ class Severity(StrEnum):
 
 
 class Diagnostic(BaseModel):
-    """One finding: a stable code, where it is, what is wrong, and how to fix it."""
+    """One finding: a stable code, where it is, what is wrong, and how to fix it (validated:
+    it is what ``policyctl lint --format json`` puts out)."""
 
     model_config = ConfigDict(frozen=True)
 
