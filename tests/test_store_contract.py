@@ -65,12 +65,10 @@ def test_a_pending_decision_comes_back_whole(make_store: Callable[[], Store]) ->
                        metadata={"count": 3, "layer": "repeat"})
     scope = Scope("t1", "r1")
     with make_store().scope(scope) as state:
-        state.pending["c1"] = {"warning": warning, "changes_file": True}
+        state.pending["c1"] = {"warning": warning.to_state(), "changes_file": True}
     with make_store().scope(scope) as state:
         entry = state.pending["c1"]
-    stored = entry["warning"]
-    restored = stored if isinstance(stored, Decision) else Decision.from_state(stored)
-    assert restored == warning  # the rule keeps its span
+    assert Decision.from_state(entry["warning"]) == warning  # the rule keeps its span
     assert entry["changes_file"] is True
 
 

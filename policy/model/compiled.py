@@ -262,6 +262,9 @@ class CompiledPolicy:
     max_scopes: int = 1000
     scan_limit: int = 64 * 1024
     on_internal_error: Literal["allow", "block"] = "allow"
+    deliver_warnings: Literal["tool_message", "next_request"] = "tool_message"
+    """Where a loop warning reaches the model: appended to its call's ToolMessage, or queued and
+    added to the next model request (``Guard.take_warnings``), outside the run's history."""
     tools: Mapping[str, ToolSpec] = field(default_factory=dict)
     default_ignore_args: frozenset[str] = frozenset()
     default_key_args: tuple[str, ...] | None = None

@@ -52,6 +52,9 @@ class LruDict(Generic[K, V]):
     def pop(self, key: K) -> V | None:
         return self._items.pop(key, None)
 
+    def clear(self) -> None:
+        self._items.clear()
+
     def pop_where(self, predicate: Callable[[K], bool]) -> None:
         """Remove every entry whose key satisfies ``predicate``."""
         for key in [key for key in self._items if predicate(key)]:

@@ -30,6 +30,10 @@ class Store(Protocol):
         """Forget every run scope of the thread."""
         ...
 
+    def drop_all(self) -> None:
+        """Forget every scope of every thread."""
+        ...
+
     def __len__(self) -> int:
         """The number of scopes tracked."""
         ...
@@ -60,6 +64,10 @@ class MemoryStore:
     def drop_thread(self, thread_id: str) -> None:
         with self._lru_lock:
             self._states.pop_where(lambda key: key[0] == thread_id)
+
+    def drop_all(self) -> None:
+        with self._lru_lock:
+            self._states.clear()
 
     def __len__(self) -> int:
         return len(self._states)

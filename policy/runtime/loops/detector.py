@@ -10,6 +10,10 @@ order wins.  Only the selected warning is marked (so it is not repeated) and
 logged; the others can warn in a later batch.  On a result, an
 ``error_streak`` finding outranks an ``oscillation`` one of equal severity.
 The layers and their order are ``policy.runtime.loops.layers.LAYERS``.
+
+A turn's warning may be decided without its text (``render=False``): the
+guard renders it with ``render`` when it is delivered, so a warning that is
+superseded by a stop or dropped at the end of a run costs no rendering.
 """
 
 from __future__ import annotations
@@ -46,9 +50,12 @@ class LoopDetector:
         self._result_steps = tuple(
             (index, layer.on_result) for index, layer in layers if layer.takes_results()
         )
+        self._templates = {layer.rule.ref.name: layer.rule.hint for _, layer in layers}
 
-    def on_turn(self, state: ScopeState, calls: Sequence[ToolCall]) -> Decision:
-        """The layers over one batch of calls: the first stop, else the first warning candidate."""
+    def on_turn(self, state: ScopeState, calls: Sequence[ToolCall], *, render: bool = True) -> Decision:
+        """The layers over one batch of calls: the first stop, else the first warning candidate.
+        ``render=False``: a warning comes without its hint (None), for ``render`` to fill in when
+        it is delivered."""
         if not calls:
             return ALLOW
         keys = [self.keys.call_key(call) for call in calls]
@@ -63,7 +70,7 @@ class LoopDetector:
                 return self._decide(finding)
             if selected is None:
                 selected = finding
-        return ALLOW if selected is None else self._decide(selected)
+        return ALLOW if selected is None else self._decide(selected, render=render)
 
     def on_result(
         self,
@@ -90,18 +97,32 @@ class LoopDetector:
         selected = most_severe(finding for finding in findings if finding is not None)
         return ALLOW if selected is None else self._decide(selected)
 
-    def _decide(self, finding: Finding) -> Decision:
-        """Mark, log and render the selected finding."""
+    def render(self, decision: Decision, call: ToolCall) -> Decision:
+        """A loop decision made with ``render=False``, with its hint (for ``call``, the call it concerns)."""
+        template = self._templates.get(decision.rule.name) if decision.rule is not None else None
+        if decision.hint is not None or template is None or decision.rule is None:
+            return decision
+        summary = decision.metadata.get("call")
+        variables = common_variables(self.policy.name, decision.rule, decision.action, call,
+                                     summary if isinstance(summary, str) else call_summary(call))
+        variables.update(decision.metadata)
+        return decision._replace(hint=template.render(variables))
+
+    def _decide(self, finding: Finding, *, render: bool = True) -> Decision:
+        """Mark, log and (unless ``render`` is False and it has a template) render the selected finding."""
         if finding.mark is not None:
             finding.mark()
-        log.info("loop %s %s on call %s: %s", finding.ref.name, finding.action, finding.call.id, finding)
+        if log.isEnabledFor(logging.INFO):
+            log.info("loop %s %s on call %s: %s", finding.ref.name, finding.action, finding.call.id, finding)
         summary = call_summary(finding.call)
-        if finding.hint is not None:
+        if finding.hint is None:
+            hint: str | None = f"[policy] loop {finding.ref.name} {finding.action}: {finding}."
+        elif render:
             variables = common_variables(self.policy.name, finding.ref, finding.action, finding.call, summary)
             variables.update(finding.facts)
             hint = finding.hint.render(variables)
         else:
-            hint = f"[policy] loop {finding.ref.name} {finding.action}: {finding}."
+            hint = None
         metadata: dict[str, Any] = {"layer": finding.kind, "call": summary, **finding.facts,
                                     **finding.metadata}
         return Decision(action=finding.action, rule=finding.ref, hint=hint, call_id=finding.call.id,

@@ -68,6 +68,8 @@ class Layer(Generic[S]):
     state_name: ClassVar[str]
     """The scope state's attribute and JSON object holding this layer's state."""
     state_type: ClassVar[type[LayerState]]
+    rule: Any
+    """The compiled rule the layer applies (every rule has a ``ref`` and a ``hint``)."""
 
     @classmethod
     def from_policy(cls, policy: CompiledPolicy) -> Layer[S] | None:

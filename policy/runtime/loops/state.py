@@ -16,7 +16,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from policy.model.decision import Decision
 from policy.runtime.loops.layer import Fields, LayerState, checked_str
 from policy.runtime.loops.layers import LAYERS
 
@@ -50,8 +49,11 @@ class ScopeState:
     open_calls: dict[str, str] = field(default_factory=dict)
     """Call id → its key, from its turn until its result arrives (at most ``MAX_OPEN_CALLS``)."""
     pending: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Call id → what waits for that call's result (owned by the guard): JSON values and
-    ``Decision``s, which ``to_json`` writes in their stored form (``Decision.to_state``)."""
+    """Call id → what waits for that call's result (owned by the guard; JSON values only, a
+    decision in its stored form, ``Decision.to_state``)."""
+    queued: list[dict[str, Any]] = field(default_factory=list)
+    """Warnings waiting for the next model request (``deliver_warnings next_request``; owned by
+    the guard; JSON values only)."""
 
     def __getattr__(self, name: str) -> Any:
         index = _SLOTS.get(name)
@@ -64,9 +66,8 @@ class ScopeState:
         for layer, state in zip(LAYERS, self.layers, strict=True):
             data[layer.state_name] = state.to_json()
         data["open_calls"] = self.open_calls
-        data["pending"] = {call_id: {name: value.to_state() if isinstance(value, Decision) else value
-                                     for name, value in entry.items()}
-                           for call_id, entry in self.pending.items()}
+        data["pending"] = self.pending
+        data["queued"] = self.queued
         return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
@@ -88,4 +89,5 @@ class ScopeState:
             open_calls={str(key): checked_str(value, "open_calls")
                         for key, value in root.get("open_calls", dict).items()},
             pending={str(k): v for k, v in root.get("pending", dict).items() if isinstance(v, dict)},
+            queued=[v for v in root.data.get("queued") or [] if isinstance(v, dict)],
         )
