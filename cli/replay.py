@@ -12,7 +12,7 @@ from cli.paths import policy_sources
 from cli.policies import compile_or_exit
 from policy.model.compiled import CompiledPolicy
 from policy.model.decision import ACTIONS
-from policy.replay.replayer import ReplayReport, replay_file
+from policy.replay.replayer import ReplayResult, replay_file
 
 _COLOURS = {"hint": "cyan", "warn": "yellow", "block": "red", "stop": "magenta"}
 
@@ -72,7 +72,7 @@ def _replay_one(policy: CompiledPolicy, path: Path, output_format: str) -> None:
     click.echo(_summary_line(report))
 
 
-def _summary_line(report: ReplayReport) -> str:
+def _summary_line(report: ReplayResult) -> str:
     counts = " · ".join(f"{action} {report.decisions[action]}" for action in ACTIONS)
     plural = "s" if report.skipped != 1 else ""
     skipped = f" · {report.skipped} event{plural} after the stop not evaluated" if report.skipped else ""
@@ -80,7 +80,7 @@ def _summary_line(report: ReplayReport) -> str:
 
 
 def _replay_many(policy: CompiledPolicy, files: list[Path], output_format: str) -> None:
-    reports: list[ReplayReport] = []
+    reports: list[ReplayResult] = []
     show_bar = sys.stderr.isatty() and output_format == "text"
     with click.progressbar(files, label="replaying", file=sys.stderr if show_bar else None,
                            hidden=not show_bar) as bar:

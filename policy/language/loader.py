@@ -13,7 +13,7 @@ from os import PathLike
 from pathlib import Path
 from typing import NamedTuple
 
-from policy.language.collector import Report
+from policy.language.collector import DiagnosticCollector
 from policy.language.compiler import compile_policy
 from policy.language.compose import compose
 from policy.language.gc_pause import collector_paused
@@ -37,7 +37,7 @@ def check_policy(target: str | PathLike[str]) -> CheckResult:
 
     Warnings are reported only for the file itself; its bases are checked on their own.
     """
-    report = Report()
+    report = DiagnosticCollector()
     with collector_paused():
         composition = compose(str(target), report)
         policy = compile_policy(composition, report) if composition.complete else None
