@@ -165,7 +165,7 @@ class FileStore:
         return _parse_runs(b"".join(chunks), path)
 
     def _write(self, path: Path, runs: Runs) -> None:
-        data = json.dumps({"v": FORMAT_VERSION, "runs": runs}, ensure_ascii=False, separators=(",", ":"))
+        data = json.dumps({"v": FORMAT_VERSION, "runs": runs}, ensure_ascii=True, separators=(",", ":"))
         temporary = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
         try:
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -236,7 +236,7 @@ def _same_file(fd: int, path: Path) -> bool:
 
 
 def _size(runs: Runs) -> int:
-    return len(json.dumps(runs, ensure_ascii=False, separators=(",", ":")).encode("utf-8")) + 16
+    return len(json.dumps(runs, ensure_ascii=True, separators=(",", ":")).encode("utf-8")) + 16
 
 
 def _parse_runs(data: bytes, path: Path) -> Runs:
