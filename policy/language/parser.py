@@ -27,7 +27,6 @@ from lark.exceptions import (
 
 from policy.language import ast
 from policy.language.codes import severity_of
-from policy.language.gc_pause import collector_paused
 from policy.model.diagnostics import Diagnostic, Span
 from policy.resources import data_dir, user_cache_dir
 
@@ -119,20 +118,19 @@ def parse(text: str, path: str) -> tuple[ast.PolicyFile | None, list[Diagnostic]
             errors.append(diagnostic)
         return len(errors) < MAX_SYNTAX_ERRORS
 
-    with collector_paused():
-        try:
-            tree = _lark().parse(text, on_error=on_error)
-        except UnexpectedInput as err:
-            final = _syntax_diagnostic(err, text, path)
-            if final.span.line not in seen_lines:
-                errors.append(final)
-            return None, errors
-        if errors:
-            return None, errors
-        try:
-            statements = _Builder(path).build(tree)
-        except _BuildError as err:
-            return None, [err.diagnostic]
+    try:
+        tree = _lark().parse(text, on_error=on_error)
+    except UnexpectedInput as err:
+        final = _syntax_diagnostic(err, text, path)
+        if final.span.line not in seen_lines:
+            errors.append(final)
+        return None, errors
+    if errors:
+        return None, errors
+    try:
+        statements = _Builder(path).build(tree)
+    except _BuildError as err:
+        return None, [err.diagnostic]
     file_span = _span_at(text, 0, len(text), path)
     return ast.PolicyFile(span=file_span, path=path, source=text, statements=statements), []
 

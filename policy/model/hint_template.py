@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import posixpath
-from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any
@@ -107,7 +107,6 @@ def environment() -> SandboxedEnvironment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.context_class = _hint_context_class()
     env.filters.update(
         basename=basename,
         truncate_middle=truncate_middle,
@@ -115,30 +114,6 @@ def environment() -> SandboxedEnvironment:
         pip_name=pip_name,
     )
     return env
-
-
-def _hint_context_class() -> type[Any]:
-    """Jinja2's template context, made without listing the template's globals.
-
-    ``Context`` records their names (``globals_keys``) for templates that
-    import or export variables, which hint templates never do; listing them
-    is a fifth of the cost of rendering a short hint.
-    """
-    from jinja2 import Environment
-    from jinja2.runtime import Context
-
-    class _HintContext(Context):
-        def __init__(
-            self,
-            environment: Environment,
-            parent: dict[str, Any],
-            name: str | None,
-            blocks: dict[str, Callable[[Context], Iterator[str]]],
-            globals: MutableMapping[str, Any] | None = None,
-        ) -> None:
-            super().__init__(environment, parent, name, blocks)
-
-    return _HintContext
 
 
 def template_variables(source: str) -> frozenset[str]:
