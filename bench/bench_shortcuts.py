@@ -10,9 +10,6 @@ turns (CPU time, best of ``--rounds``), so both meet the same machine load:
   re2_spans  ``Pattern.spans`` through google-re2's compiled matcher against
              its public ``search``, on ``Guard.on_result`` of 4 KB failed
              outputs (half name a missing module, half no signature)
-  render     ``HintTemplate.render`` (globals found once, the template's root
-             render function) against ``Template.render``, on
-             ``Guard.on_result`` of results whose signature hint renders
 
     .venv/bin/python bench/bench_shortcuts.py [--rounds 15]
 """
@@ -26,7 +23,6 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-import policy.model.hint_template as hint_template
 import policy.runtime.loops.keys as keys
 from policy.language.loader import load_policy
 from policy.model import re2_spans
@@ -115,28 +111,6 @@ def spans(policy: CompiledPolicy, rounds: int) -> tuple[float, float, int]:
         use(shortcut)()
 
 
-def render(policy: CompiledPolicy, rounds: int) -> tuple[float, float, int]:
-    guard = Guard(policy)
-    shortcut = hint_template.HintTemplate.render
-
-    def public(self: hint_template.HintTemplate, variables: Any) -> str:
-        try:
-            context = {name: variables[name] for name in self.variables if name in variables}
-            return str(self.template.render(context)).strip("\n")
-        except Exception:
-            return hint_template.fallback_hint(variables)
-
-    def use(method: Any) -> Callable[[], None]:
-        return lambda: setattr(hint_template.HintTemplate, "render", method)
-
-    events = results(400, 1)
-    try:
-        return (*interleaved(on_results(guard, events, use(shortcut)), on_results(guard, events, use(public)),
-                             rounds), len(events))
-    finally:
-        use(shortcut)()
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
@@ -145,7 +119,6 @@ def main() -> int:
     cases = {
         "jsontext": partial(jsontext, deerflow),
         "re2_spans": partial(spans, default),
-        "render": partial(render, default),
     }
     print(f"{'shortcut':<10} {'µs/event':>9} {'public':>9} {'saving':>7}  (target >= {TARGET:.0%})")
     for name, measure in cases.items():

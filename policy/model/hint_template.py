@@ -141,31 +141,21 @@ class HintTemplate:
     def template(self) -> Template:
         return environment().from_string(self.source)
 
-    @cached_property
-    def _globals(self) -> dict[str, Any]:
-        """The template's globals (``range``, ``dict``…), found once."""
-        return dict(self.template.globals)
-
     def render(self, variables: Mapping[str, Any]) -> str:
         """Render; a failure is logged and replaced by a plain one-line hint.
 
         Only the variables the template reads are taken from ``variables`` (a
-        ``policy.model.variables.HintVariables`` computes no others), and the globals
-        are found once: ``Template.render`` merges every global and variable on
-        every render.
+        ``policy.model.variables.HintVariables`` computes no others).
         """
         try:
-            template = self.template
-            context = dict(self._globals)
+            context: dict[str, Any] = {}
             for name in self.variables:
                 try:
                     value = variables[name]
                 except KeyError:  # a global, or a name nothing provides (StrictUndefined reports it)
                     continue
                 context[name] = value
-            return template.environment.concat(
-                template.root_render_func(template.new_context(context, shared=True))
-            ).strip("\n")
+            return self.template.render(context).strip("\n")
         except Exception as err:  # a hint must never break the agent
             log.warning("hint %s failed to render: %s", self.name, err)
             return fallback_hint(variables)
