@@ -61,12 +61,9 @@ def compile_policy(composition: Composition, report: DiagnosticCollector) -> Com
         gates=gates,
         signatures=signatures,
         normalizers=normalizers,
-        repeat=loops.repeat,
-        frequency=loops.frequency,
-        error_streak=loops.error_streak,
-        oscillation=loops.oscillation,
         hints=MappingProxyType(dict(ctx.hints)),
         tests=tests,
+        **loops,
     )
 
 
