@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Literal, NamedTuple, Protocol, TypeVar
 
 from policy.model.diagnostics import Span
@@ -13,6 +13,9 @@ Action = Literal["allow", "hint", "warn", "block", "stop"]
 ACTIONS: tuple[Action, ...] = ("allow", "hint", "warn", "block", "stop")
 """Every action, least severe first."""
 SEVERITY: dict[str, int] = {action: rank for rank, action in enumerate(ACTIONS)}
+
+
+_SPAN_FIELDS = tuple(field.name for field in fields(Span))
 
 
 @dataclass(frozen=True)
@@ -25,6 +28,12 @@ class RuleRef:
 
     def __str__(self) -> str:
         return f"{self.kind} {self.name}"
+
+    def to_state(self) -> dict[str, Any]:
+        """The rule as a store keeps it (JSON values), span included."""
+        span = self.span
+        return {"kind": self.kind, "name": self.name,
+                "span": None if span is None else {name: getattr(span, name) for name in _SPAN_FIELDS}}
 
 
 class _Empty(Mapping[str, Any]):
@@ -89,10 +98,8 @@ class Decision(NamedTuple):
         """The decision as a store keeps it between events: ``to_dict``, with the rule's kind,
         name and span (the store boundary is the only place a decision becomes a dict)."""
         data = self.to_dict()
-        rule = self.rule
-        if rule is not None:
-            data["rule"] = {"kind": rule.kind, "name": rule.name,
-                            "span": asdict(rule.span) if rule.span is not None else None}
+        if self.rule is not None:
+            data["rule"] = self.rule.to_state()
         return data
 
     @classmethod
