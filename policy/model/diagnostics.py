@@ -5,12 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict
-
 
 @dataclass(frozen=True, slots=True)
 class Span:
-    """A region of a source file.  Lines and columns are 1-based; the end is exclusive."""
+    """A region of a source file.  Lines and columns are 1-based; the end is exclusive.
+
+    A plain frozen dataclass, not a pydantic model: every compiled policy holds spans, and a hook
+    process that loads one from the cache should not have to import pydantic for them.
+    """
 
     file: str
     line: int
@@ -28,11 +30,9 @@ class Severity(StrEnum):
     WARNING = "warning"
 
 
-class Diagnostic(BaseModel):
-    """One finding: a stable code, where it is, what is wrong, and how to fix it (validated:
-    it is what ``policyctl lint --format json`` puts out)."""
-
-    model_config = ConfigDict(frozen=True)
+@dataclass(frozen=True)
+class Diagnostic:
+    """One finding: a stable code, where it is, what is wrong, and how to fix it."""
 
     code: str
     severity: Severity
