@@ -16,7 +16,6 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from policy.hooks.bounded import LruDict
 from policy.hooks.claude_code import HookEventError, answer, file_reader, parse_event
 from policy.hooks.policy_cache import PolicyCache, Watch
 from policy.model.compiled import CompiledPolicy
@@ -24,6 +23,7 @@ from policy.model.diagnostics import PolicyError
 from policy.runtime.guard import Guard
 from policy.runtime.workspace.local import DEFAULT_MAX_FILES, LocalWorkspace
 from policy.stores.file import FileStore
+from policy.stores.lru import LruDict
 from policy.stores.memory import Store
 
 PREFIX = "policyctl hook claude-code"
@@ -96,7 +96,8 @@ class Responder:
             guard = Guard(policy, read_file=file_reader(event.cwd), store=self.store,
                           workspace=self.workspace(event.cwd, policy))
             reply = answer(guard, event)
-        stderr = "".join(f"{PREFIX}: {line}\n" for line in faults.lines)
+        lines = faults.lines + ([reply["systemMessage"]] if reply and "systemMessage" in reply else [])
+        stderr = "".join(f"{PREFIX}: {line}\n" for line in lines)
         if reply is None:
             return Reply(stderr=stderr)
         return Reply(stdout=json.dumps(reply, ensure_ascii=False), stderr=stderr)
