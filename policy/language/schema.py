@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from policy.model.compiled import ROLE_STATEMENTS
+from policy.model.compiled import ROLE_STATEMENTS, SYNTAX_TREE_LANGUAGES
 from policy.model.decision import SEVERITY
 
-VALIDATORS = ("python", "json", "toml", "yaml")
+VALIDATORS = ("python", "json", "toml", "yaml", *SYNTAX_TREE_LANGUAGES)
 """Built-in syntax checkers a gate can name (``check command "…"`` runs an external one)."""
 
 LOOP_LAYERS = ("repeat", "frequency", "error_streak", "oscillation")
