@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from policy.language.collector import Report
 from policy.language.compiler import compile_policy
-from policy.language.compose import compose
+from policy.language.compose import Composition, compose
 from policy.language.gc_pause import collector_paused
 from policy.model.compiled import CompiledPolicy
 from policy.model.diagnostics import Diagnostic, PolicyError, Severity, has_errors, sort_diagnostics
@@ -37,6 +37,24 @@ def check_policy(target: str | PathLike[str]) -> CheckResult:
 
     Warnings are reported only for the file itself; its bases are checked on their own.
     """
+    return _check(target)[0]
+
+
+def load_policy(target: str | PathLike[str]) -> CompiledPolicy:
+    """The compiled policy ``target`` names; raises ``PolicyError`` with every diagnostic on errors."""
+    return load_policy_and_files(target)[0]
+
+
+def load_policy_and_files(target: str | PathLike[str]) -> tuple[CompiledPolicy, dict[str, str]]:
+    """``load_policy``, and the text of every file it was built from (policy files and hint
+    templates, by path): what a cache of the compiled policy must be keyed by."""
+    result, composition = _check(target)
+    if result.policy is None:
+        raise PolicyError(result.diagnostics)
+    return result.policy, dict(composition.texts)
+
+
+def _check(target: str | PathLike[str]) -> tuple[CheckResult, Composition]:
     report = Report()
     with collector_paused():
         composition = compose(str(target), report)
@@ -44,15 +62,7 @@ def check_policy(target: str | PathLike[str]) -> CheckResult:
     diagnostics = [
         d for d in report.diagnostics if d.severity is Severity.ERROR or d.span.file == composition.root
     ]
-    return CheckResult(policy, sort_diagnostics(diagnostics))
-
-
-def load_policy(target: str | PathLike[str]) -> CompiledPolicy:
-    """The compiled policy ``target`` names; raises ``PolicyError`` with every diagnostic on errors."""
-    result = check_policy(target)
-    if result.policy is None:
-        raise PolicyError(result.diagnostics)
-    return result.policy
+    return CheckResult(policy, sort_diagnostics(diagnostics)), composition
 
 
 def source_text(file: str) -> str | None:

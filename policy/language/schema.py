@@ -62,6 +62,7 @@ POLICY = _block(
     Spec("scope", block=_block(Spec("max_scopes", ("INT",))), block_required=True),
     Spec("scan_limit", ("SIZE", "INT")),
     Spec("on_internal_error", ("allow|block",)),
+    Spec("deliver_warnings", ("tool_message|next_request",)),
     Spec("ignore", ("ARG+", "")),
     Spec("key", ("ARG+",)),
 )

@@ -91,10 +91,12 @@ class FileStore:
 
     def drop_thread(self, thread_id: str) -> None:
         """Forget every run of a thread (its file is removed)."""
-        path = self.path_for(thread_id)
-        with self._locked(path, create=False) as fd:
-            if fd is not None:
-                path.unlink(missing_ok=True)
+        self._remove(self.path_for(thread_id))
+
+    def drop_all(self) -> None:
+        """Forget every thread (every session file is removed)."""
+        for path in self._session_files():
+            self._remove(path)
 
     def __len__(self) -> int:
         """How many run scopes the live (unexpired) session files hold."""
@@ -163,7 +165,7 @@ class FileStore:
         return _parse_runs(b"".join(chunks), path)
 
     def _write(self, path: Path, runs: Runs) -> None:
-        data = json.dumps({"v": FORMAT_VERSION, "runs": runs}, ensure_ascii=False, separators=(",", ":"))
+        data = json.dumps({"v": FORMAT_VERSION, "runs": runs}, ensure_ascii=True, separators=(",", ":"))
         temporary = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
         try:
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -195,6 +197,12 @@ class FileStore:
                         current, self.max_file_bytes)
             runs[current] = ScopeState().to_json()
         return runs
+
+    def _remove(self, path: Path) -> None:
+        """Remove a session file once no process holds it."""
+        with self._locked(path, create=False) as fd:
+            if fd is not None:
+                path.unlink(missing_ok=True)
 
     def _session_files(self) -> list[Path]:
         return [p for p in self.directory.glob(f"*{_SUFFIX}") if p.name[:2] in ("s-", "h-")]
@@ -228,7 +236,7 @@ def _same_file(fd: int, path: Path) -> bool:
 
 
 def _size(runs: Runs) -> int:
-    return len(json.dumps(runs, ensure_ascii=False, separators=(",", ":")).encode("utf-8")) + 16
+    return len(json.dumps(runs, ensure_ascii=True, separators=(",", ":")).encode("utf-8")) + 16
 
 
 def _parse_runs(data: bytes, path: Path) -> Runs:

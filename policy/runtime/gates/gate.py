@@ -40,6 +40,9 @@ def check_write(policy: CompiledPolicy, call: ToolCall, read_file: ReadFile,
     allow = Decision(call_id=call.id)
     spec = policy.tool(call.name)
     path = spec.arg("path", call.args)
+    if spec.role == "notebookedit" and policy.gates:  # its cell is checked as a file of its language
+        effect = effect if effect is not None else file_effect(spec, call.args, read_file)
+        path = effect.gate_path if effect is not None else None
     gate = matching_gate(policy.gates, path) if isinstance(path, str) and policy.gates else None
     if gate is None:
         return allow
