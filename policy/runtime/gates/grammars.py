@@ -37,6 +37,8 @@ class Grammar:
     keyword_closer: str = "end"
     modifier_parents: frozenset[str] = frozenset()
     """Node types under which a keyword does not open a block (``x = 1 if y``)."""
+    try_closer: str = ""
+    """What a ``try`` block still waiting for its handler is closed with (`` finally {}``)."""
     heredoc: re.Pattern[bytes] | None = None
     """An opener whose group 2 is the terminator a heredoc still open at the end waits for."""
     stand_ins: tuple[re.Pattern[bytes], ...] = ()
@@ -44,20 +46,22 @@ class Grammar:
 
 
 _C_LIKE = (BLOCK_COMMENT_END, '"')
+_FINALLY = " finally {}"
 _JS_TAILS = (BLOCK_COMMENT_END, "`", '"', "'")
 
 GRAMMARS: dict[str, Grammar] = {
     grammar.name: grammar
     for grammar in (
-        Grammar("javascript", "tree_sitter_javascript", "language", _JS_TAILS),
-        Grammar("typescript", "tree_sitter_typescript", "language_typescript", _JS_TAILS,
+        Grammar("javascript", "tree_sitter_javascript", "language", _JS_TAILS, try_closer=_FINALLY),
+        Grammar("typescript", "tree_sitter_typescript", "language_typescript", _JS_TAILS, try_closer=_FINALLY,
                 stand_ins=(_IMPORT_TYPE,)),
-        Grammar("tsx", "tree_sitter_typescript", "language_tsx", _JS_TAILS, stand_ins=(_IMPORT_TYPE,)),
+        Grammar("tsx", "tree_sitter_typescript", "language_tsx", _JS_TAILS, try_closer=_FINALLY,
+                stand_ins=(_IMPORT_TYPE,)),
         Grammar("go", "tree_sitter_go", "language", (*_C_LIKE, "`")),
         Grammar("rust", "tree_sitter_rust", "language", (*_C_LIKE, '"#', '"##')),
-        Grammar("java", "tree_sitter_java", "language", (BLOCK_COMMENT_END, '"""', '"')),
+        Grammar("java", "tree_sitter_java", "language", (BLOCK_COMMENT_END, '"""', '"'), try_closer=_FINALLY),
         Grammar("c", "tree_sitter_c", "language", _C_LIKE),
-        Grammar("cpp", "tree_sitter_cpp", "language", (*_C_LIKE, ')"')),
+        Grammar("cpp", "tree_sitter_cpp", "language", (*_C_LIKE, ')"'), try_closer=" catch (...) {}"),
         Grammar(
             "ruby", "tree_sitter_ruby", "language", ('"', "'", "`", "\n=end\n"),
             keywords=frozenset({"def", "class", "module", "do", "begin", "case", "if", "unless", "while",
@@ -66,7 +70,7 @@ GRAMMARS: dict[str, Grammar] = {
                                         "rescue_modifier", "conditional"}),
             heredoc=re.compile(rb"<<[~-]?(['\"`]?)([A-Za-z_]\w*)\1"),
         ),
-        Grammar("php", "tree_sitter_php", "language_php", (*_C_LIKE, "'"),
+        Grammar("php", "tree_sitter_php", "language_php", (*_C_LIKE, "'"), try_closer=_FINALLY,
                 heredoc=re.compile(rb"<<<[ \t]*(['\"]?)([A-Za-z_]\w*)\1")),
         Grammar("shell", "tree_sitter_bash", "language", ("'", '"', "`")),
         Grammar("html", "tree_sitter_html", "language", ("-->", '"', "'", ">")),

@@ -29,9 +29,11 @@ from policy.runtime.gates.problems import INCOMPLETE, VALID, Problem, Verdict, i
 
 _OPENERS = {"(": ")", "[": "]", "{": "}", "${": "}", "#{": "}", "$(": ")", "$((": "))", "{$": "}"}
 _CLOSERS = frozenset({")", "]", "}", "))"})
+_TRY = "try"
+"""On the closer stack: a ``try`` whose block closed but whose handler has not come yet."""
 FILLERS = (b" _", b" _;", b" : _", b" {}")
 """Text tried after an unfinished statement (``x =``, ``a ?`` …, a declaration header with no body)."""
-FINAL_LINES = 4
+FINAL_LINES = 2
 """An error in the construct the text ends in, reaching the end and spanning fewer lines, is a cut-off."""
 _CLOSED_KINDS = ("string", "comment", "heredoc", "template", "text_block", "raw", "quote", "attribute_value")
 _SNIPPET_TEXT = 30
@@ -152,12 +154,18 @@ def closers(tree: Any, grammar: Grammar) -> bytes:
         while not cursor.goto_next_sibling():
             if not cursor.goto_parent():
                 separator = "\n" if grammar.keywords else ""
-                return (separator + separator.join(reversed(stack))).encode() if stack else b""
+                entries = (grammar.try_closer if entry == _TRY else entry for entry in reversed(stack))
+                text = separator.join(entries)
+                return (separator + text).encode() if stack else b""
 
 
 def _track(stack: list[str], node: Any, grammar: Grammar) -> None:
     kind = node.type
-    if kind in _OPENERS:
+    if kind == _TRY and grammar.try_closer:
+        stack.append(_TRY)
+    elif kind in ("catch", "finally") and stack and stack[-1] == _TRY:
+        stack.pop()
+    elif kind in _OPENERS:
         stack.append(_OPENERS[kind])
     elif kind in _CLOSERS or (grammar.keywords and kind == grammar.keyword_closer):
         if kind in stack:
