@@ -21,11 +21,12 @@ installed (``node --check``, TypeScript's parser, ``gofmt -e``,
    (the text with the closer appended parses) is not an error of the
    chunk and is not counted.
 
-CI checks a sample of each language's files (``SAMPLE``); set
-``POLICYCTL_CORPUS_FULL=1`` for every file.  Figures are printed
+CI checks a sample of each language's files (``SAMPLE``, 48 KB at most,
+fewer chunkings); set ``POLICYCTL_CORPUS_FULL=1`` for every file up to 200 KB
+with every chunking.  Figures are printed
 (``pytest -s``) and recorded as test properties.  Languages in
 ``DEFAULT_GATED`` (the ones ``builtin:default`` gates) must have zero false
-blocks; every language must block at least ``REQUIRED_BLOCK_RATE[lang]``.
+blocks; every language must block at least ``REQUIRED_BLOCK_RATE[language]``.
 """
 
 from __future__ import annotations
@@ -57,17 +58,21 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
 NPM = Path(os.environ.get("POLICYCTL_CORPUS_NPM", ROOT / ".ci" / "corpus" / "node_modules"))
 FULL = os.environ.get("POLICYCTL_CORPUS_FULL") == "1"
-SAMPLE = 10
-"""Files per language in CI, spread over the sorted list."""
+SAMPLE = int(os.environ.get("POLICYCTL_CORPUS_SAMPLE", "8"))
+"""Files per language in CI, spread over the sorted list (``POLICYCTL_CORPUS_SAMPLE`` changes it)."""
 MAX_BYTES = (200 if FULL else 48) * 1024
 WINDOWS = {1: 40, 3: 20} if FULL else {1: 20, 3: 10}
 FULL_CHUNKINGS = (None, 10, 50) if FULL else (None, 40)
 ERROR_CHUNKS = (4, 12)
 SITES_PER_KIND = 3
 WORKERS = max(1, min(4, os.cpu_count() or 1))
-DEFAULT_GATED = ("javascript", "go", "java", "css")
-REQUIRED_BLOCK_RATE = {"html": 0.0}
-"""Per-language floor for injected errors (the issue asks 95 %; the measured rates are in the README)."""
+DEFAULT_GATED = ("javascript", "go")
+REQUIRED_BLOCK_RATE = {
+    "javascript": 0.85, "typescript": 0.80, "tsx": 0.75, "go": 0.74, "rust": 0.68, "java": 0.61, "c": 0.95,
+    "cpp": 0.82, "ruby": 0.59, "php": 0.78, "shell": 0.75, "html": 0.89, "css": 0.75,
+}
+"""Per-language floor for injected errors: the CI sample's measured rate less 5 points (the issue asks
+95 %; the gate does not reach it for most languages, see the README)."""
 EXTENSION = {"javascript": "js", "typescript": "ts", "tsx": "tsx", "go": "go", "rust": "rs", "java": "java",
              "c": "c", "cpp": "cpp", "ruby": "rb", "php": "php", "shell": "sh", "html": "html", "css": "css"}
 STRING_NODES = {"string", "string_literal", "interpreted_string_literal", "template_string", "string_value",
@@ -175,7 +180,7 @@ def corpus(language: str) -> list[Path]:
     if language == "typescript" and files:
         files = _typescript_accepted(files)
     chosen: list[Path] = []
-    pool = files if FULL else spread(files, SAMPLE * 3)
+    pool = files if FULL else spread(files, SAMPLE * 2)
     for path in pool:
         if accepts is None or accepts(path):
             chosen.append(path)
@@ -400,4 +405,4 @@ def test_injected_errors_are_blocked(language: str, record_property: Callable[[s
     summary = f"{language}: {blocked} of {cases} injected errors blocked ({rate:.1%})"
     print(summary)
     record_property(f"{language}_injected_errors", summary)
-    assert rate >= REQUIRED_BLOCK_RATE.get(language, 0.5), "missed:\n" + "\n".join(missed[:20])
+    assert rate >= REQUIRED_BLOCK_RATE[language], "missed:\n" + "\n".join(missed[:20])
