@@ -167,7 +167,8 @@ class Guard:
         with self.store.scope(scope) as state:
             decision = self._loops.on_turn(state, calls, render=False)
             if decision.action == "warn" and decision.call_id is not None:
-                entry = _stored(decision, next(c for c in calls if c.id == decision.call_id))
+                call = calls[0] if len(calls) == 1 else next(c for c in calls if c.id == decision.call_id)
+                entry = _stored(decision, call)
                 if self._queues:
                     _queue(state, entry)
                 else:
@@ -266,10 +267,10 @@ def _pending(state: ScopeState, call_id: str) -> dict[str, Any]:
 
 
 def _stored(decision: Decision, call: ToolCall) -> dict[str, Any]:
-    """A turn's unrendered warning as stored until delivery: the decision and the call it concerns."""
-    data = decision.to_dict()
-    data["tool"], data["args"] = call.name, call.args
-    return data
+    """A turn's unrendered warning as stored until delivery: the decision and the call it concerns.
+    (A loop decision has no signature or captures, and its metadata is its own fresh dict.)"""
+    return {"action": decision.action, "rule": str(decision.rule), "call_id": decision.call_id,
+            "metadata": decision.metadata, "tool": call.name, "args": call.args}
 
 
 def _queue(state: ScopeState, data: dict[str, Any]) -> None:
