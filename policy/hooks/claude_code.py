@@ -134,11 +134,15 @@ def answer(guard: Guard, event: HookEvent) -> dict[str, Any] | None:
 
 
 def fault_message(decision: Decision) -> str | None:
-    """What to tell the user when a guard fault decided ``decision`` (None: no fault)."""
+    """What to tell the user when ``decision`` let a call through unchecked: a guard fault, or a
+    gate that could not run (a text over ``max_check_bytes``, a missing checker).  None: it was checked."""
     fault = decision.metadata.get(INTERNAL_ERROR)
-    if fault is None:
-        return None
-    return f"policyctl could not check this call ({fault}); it was not guarded."
+    if fault is not None:
+        return f"policyctl could not check this call ({fault}); it was not guarded."
+    if decision.metadata.get("checker") == "unavailable":
+        gate = decision.metadata.get("gate", "write")
+        return f"policyctl's {gate} gate did not check this call: {decision.metadata.get('reason')}."
+    return None
 
 
 def file_reader(cwd: Path) -> Callable[[str], str | None]:

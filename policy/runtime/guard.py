@@ -199,7 +199,7 @@ class Guard:
     def _on_result(self, call: ToolCall, result: ToolResult, scope: Scope) -> Decision:
         output = self._outputs.read(result.content)
         diagnosis = diagnose(self.policy, call, result, output)
-        signature = hint_decision(self.policy, call, result, diagnosis)
+        signature = hint_decision(self.policy, call, result, diagnosis, self.read_file)
         with self.store.scope(scope) as state:
             pending = state.pending.pop(call.id, {})
             changed = self._state_changed(call, diagnosis.failed, pending.get(_CHANGES_FILE))
