@@ -18,7 +18,7 @@ from pathlib import Path
 
 from policy.language import ast
 from policy.language.checker import Declaration, FileDeclarations, read_declarations
-from policy.language.collector import Report, did_you_mean, join_help, quoted_list
+from policy.language.collector import DiagnosticCollector, did_you_mean, join_help, quoted_list
 from policy.language.parser import parse_bytes
 from policy.model.diagnostics import Span
 from policy.resources import builtin_policy_names, builtin_policy_path
@@ -74,7 +74,7 @@ def resolve_target(target: str) -> tuple[Path | None, str]:
     return Path(target), target
 
 
-def compose(target: str, report: Report) -> Composition:
+def compose(target: str, report: DiagnosticCollector) -> Composition:
     """Load ``target`` (a path or ``builtin:NAME``) with its bases, reporting what goes wrong."""
     path, shown = resolve_target(target)
     composition = Composition(root=shown)
@@ -91,7 +91,7 @@ def compose(target: str, report: Report) -> Composition:
 
 
 class _Composer:
-    def __init__(self, composition: Composition, report: Report) -> None:
+    def __init__(self, composition: Composition, report: DiagnosticCollector) -> None:
         self.composition = composition
         self.report = report
         self.files: dict[Path, FileDeclarations | None] = {}
@@ -197,7 +197,7 @@ def _identity(path: Path) -> Path:
         return path.absolute()
 
 
-def _report_unknown_builtin(target: str, span: Span, report: Report) -> None:
+def _report_unknown_builtin(target: str, span: Span, report: DiagnosticCollector) -> None:
     name = target[len(BUILTIN_PREFIX) :]
     names = builtin_policy_names()
     report.add(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import posixpath
-from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any
@@ -124,7 +124,6 @@ def environment() -> SandboxedEnvironment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.context_class = _hint_context_class()
     env.filters.update(
         basename=basename,
         truncate_middle=truncate_middle,
@@ -132,30 +131,6 @@ def environment() -> SandboxedEnvironment:
         pip_name=pip_name,
     )
     return env
-
-
-def _hint_context_class() -> type[Any]:
-    """Jinja2's template context, made without listing the template's globals.
-
-    ``Context`` records their names (``globals_keys``) for templates that
-    import or export variables, which hint templates never do; listing them
-    is a fifth of the cost of rendering a short hint.
-    """
-    from jinja2 import Environment
-    from jinja2.runtime import Context
-
-    class _HintContext(Context):
-        def __init__(
-            self,
-            environment: Environment,
-            parent: dict[str, Any],
-            name: str | None,
-            blocks: dict[str, Callable[[Context], Iterator[str]]],
-            globals: MutableMapping[str, Any] | None = None,
-        ) -> None:
-            super().__init__(environment, parent, name, blocks)
-
-    return _HintContext
 
 
 def template_variables(source: str) -> frozenset[str]:
@@ -183,31 +158,21 @@ class HintTemplate:
     def template(self) -> Template:
         return environment().from_string(self.source)
 
-    @cached_property
-    def _globals(self) -> dict[str, Any]:
-        """The template's globals (``range``, ``dict``…), found once."""
-        return dict(self.template.globals)
-
     def render(self, variables: Mapping[str, Any]) -> str:
         """Render; a failure is logged and replaced by a plain one-line hint.
 
         Only the variables the template reads are taken from ``variables`` (a
-        ``policy.model.variables.HintVariables`` computes no others), and the globals
-        are found once: ``Template.render`` merges every global and variable on
-        every render.
+        ``policy.model.variables.HintVariables`` computes no others).
         """
         try:
-            template = self.template
-            context = dict(self._globals)
+            context: dict[str, Any] = {}
             for name in self.variables:
                 try:
                     value = variables[name]
                 except KeyError:  # a global, or a name nothing provides (StrictUndefined reports it)
                     continue
                 context[name] = value
-            return template.environment.concat(
-                template.root_render_func(template.new_context(context, shared=True))
-            ).strip("\n")
+            return self.template.render(context).strip("\n")
         except Exception as err:  # a hint must never break the agent
             log.warning("hint %s failed to render: %s", self.name, err)
             return fallback_hint(variables)
