@@ -42,7 +42,7 @@ def test_the_text_before_the_ending_is_continued_so_the_parser_asks_whether_it_c
     assert continued("if x:\n    pass\nelse", 15) == "if x:\n    pass\n"
 
 
-# --- linear time: at most two parses, whatever the input --------------------------------------
+# --- linear time: at most three parses, whatever the input ------------------------------------
 
 @pytest.fixture
 def parses(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
@@ -70,10 +70,10 @@ ADVERSARIAL = {
 
 
 @pytest.mark.parametrize("text", ADVERSARIAL.values(), ids=ADVERSARIAL.keys())
-def test_the_partial_check_parses_at_most_twice(text: str, parses: list[int]) -> None:
+def test_the_partial_check_parses_at_most_three_times(text: str, parses: list[int]) -> None:
     check_python(text, True)
-    assert len(parses) <= 2
-    assert sum(parses) <= 2 * len(text) + 4
+    assert len(parses) <= 3
+    assert sum(parses) <= 3 * len(text) + 400
 
 
 def test_an_error_behind_an_open_string_is_still_found() -> None:

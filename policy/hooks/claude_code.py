@@ -29,7 +29,8 @@ from typing import Any
 from policy.hooks.delivery import decision_text
 from policy.model.decision import Decision
 from policy.model.events import Scope, ToolCall, ToolResult
-from policy.runtime.guard import Guard, read_local_file
+from policy.runtime.gates import read_local_file
+from policy.runtime.guard import Guard
 
 DEFAULT_POLICY = "builtin:claude-code"
 SESSION_RUN = "session"
@@ -63,6 +64,8 @@ def parse_event(text: str) -> HookEvent:
         data = json.loads(text)
     except ValueError as err:
         raise HookEventError(f"the event is not JSON ({err})") from None
+    except RecursionError:
+        raise HookEventError("the event nests lists or objects too deeply to read") from None
     if not isinstance(data, dict):
         raise HookEventError("the event must be a JSON object")
     name = _text(data, "hook_event_name")

@@ -1,14 +1,13 @@
 """Text → syntax tree.  Lark stays inside this module: no Lark object escapes it.
 
-The LALR parser is built once per process and cached (pickled) in the user's
-own cache folder, keyed by the grammar text and the Lark version.  Syntax
+The LALR parser is built once per process; its tables are cached as plain
+data in the user's private cache folder (``policy.language.grammar_cache``).  Syntax
 errors become coded diagnostics with the expected tokens named in words, and
 Lark's ``on_error`` recovery lets one run report several of them.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import textwrap
@@ -29,8 +28,9 @@ from pydantic import BaseModel
 from policy.language import ast
 from policy.language.codes import severity_of
 from policy.language.gc_pause import collector_paused
+from policy.language.grammar_cache import cached_parser
 from policy.model.diagnostics import Diagnostic, Span
-from policy.resources import data_dir, user_cache_dir
+from policy.resources import data_dir
 
 _N = TypeVar("_N", bound=BaseModel)
 
@@ -71,12 +71,7 @@ LARK_OPTIONS: dict[str, Any] = {
 @cache
 def _lark() -> Lark:
     grammar = (data_dir("grammar") / "policy.lark").read_text(encoding="utf-8")
-    digest = hashlib.sha256(f"{lark.__version__}\0{grammar}".encode()).hexdigest()[:16]
-    try:
-        cache_file: str | bool = str(user_cache_dir() / f"grammar-{digest}.lark-cache")
-    except OSError:
-        cache_file = False  # no writable cache folder: build in memory every time
-    return Lark(grammar, **LARK_OPTIONS, cache=cache_file)
+    return cached_parser(grammar, LARK_OPTIONS)
 
 
 def build_parser_uncached() -> Lark:

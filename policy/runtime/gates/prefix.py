@@ -18,7 +18,8 @@ _OPERATOR_CHARS = frozenset("-+*/%@&|^~<>=!:.")
 _STRING_PREFIX_LETTERS = "rRbBuUfF"
 _UNTERMINATED = "unterminated string literal"
 _UNTERMINATED_TRIPLE = "unterminated triple-quoted string literal"
-_NEVER_CLOSED = "was never closed"
+NEVER_CLOSED = "was never closed"
+_TOO_DEEP = "too many nested parentheses"
 
 
 def open_ending(text: str, offset: int, message: str) -> int | None:
@@ -34,10 +35,31 @@ def open_ending(text: str, offset: int, message: str) -> int | None:
         message.startswith(_UNTERMINATED) and "\n" not in text[offset:]
     ):
         return _string_start(text, offset)
+    if message == _TOO_DEEP:  # no append closes a bracket opened past the limit
+        return None
     on_last_line = bool(text) and not text.endswith("\n") and offset > text.rfind("\n")
-    if on_last_line or message.endswith(_NEVER_CLOSED):
+    if on_last_line or message.endswith(NEVER_CLOSED):
         return last_word_start(text)
     return None
+
+
+_BRACKETS_AND_SKIPPED = re.compile(
+    r"""#[^\n]*|'{3}(?:[^'\\]|\\[\s\S]|'(?!''))*(?:'{3}|\Z)|"{3}(?:[^"\\]|\\[\s\S]|"(?!""))*(?:"{3}|\Z)"""
+    r"""|'(?:[^'\\\n]|\\[\s\S])*'?|"(?:[^"\\\n]|\\[\s\S])*"?|[()\[\]{}]"""
+)
+_CLOSERS = {"(": ")", "[": "]", "{": "}"}
+
+
+def closing_brackets(text: str) -> str:
+    """The closers of the brackets still open at the end of a Python text (strings and comments skipped)."""
+    stack: list[str] = []
+    for found in _BRACKETS_AND_SKIPPED.finditer(text):
+        token = found.group()
+        if token in _CLOSERS:
+            stack.append(_CLOSERS[token])
+        elif token in ")]}" and stack:
+            stack.pop()
+    return "".join(reversed(stack))
 
 
 def continued(text: str, end: int) -> str:

@@ -2,8 +2,9 @@
 
 With ``partial``, CPython's parser itself says when a text ends too early
 (``PyCF_ALLOW_INCOMPLETE_INPUT``); an error in the text's open ending is
-checked once more (``policy.gates.prefix``).  At most two parses: the time is
-linear in the text, whatever its brackets, strings and lines.
+checked once more (``policy.runtime.gates.prefix``).  Two parses decide (a
+third only places a block's error behind open brackets): the time is linear
+in the text, whatever its brackets, strings and lines.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import codeop
 import threading
 import warnings
 
-from policy.runtime.gates.prefix import continued, open_ending
+from policy.runtime.gates.prefix import NEVER_CLOSED, closing_brackets, continued, open_ending
 from policy.runtime.gates.problems import (
     INCOMPLETE,
     TOO_DEEP,
@@ -50,7 +51,7 @@ _INCOMPLETE = SyntaxError("incomplete input")
 def _partial_error(source: str) -> SyntaxError | None:
     """The genuine error of a text that may be cut off; ``_INCOMPLETE`` when only its ending is missing.
 
-    At most two parses, so the time is linear in the text.  The parser says
+    At most two parses decide, so the time is linear in the text.  The parser says
     itself when the text ends too early.  An error in the text's open ending
     (a string still open at the end, the word or literal being typed) is not
     one, but Python reports such a string before a real error earlier on: the
@@ -63,8 +64,19 @@ def _partial_error(source: str) -> SyntaxError | None:
     ending = open_ending(source, _offset(source, error), error.msg)
     if ending is None:
         return error
+    if error.msg.endswith(NEVER_CLOSED) and ending == len(source):
+        return _behind_open_brackets(source, error)
     before = _syntax_error(continued(source, ending), _FAIL_FAST)
     return _INCOMPLETE if before is None or before.msg == _INCOMPLETE.msg else before
+
+
+def _behind_open_brackets(source: str, error: SyntaxError) -> SyntaxError:
+    """Where the parser stopped in a text that ends with brackets open: CPython names the bracket,
+    the text with them closed shows the place."""
+    closed = _syntax_error(source + closing_brackets(source) + "\n", _FAIL_FAST)
+    if closed is not None and closed.msg != _INCOMPLETE.msg and _offset(source, closed) < len(source):
+        return closed
+    return error
 
 
 def _syntax_error(source: str, flags: int = 0) -> SyntaxError | None:
