@@ -170,7 +170,7 @@ class _Composer:
         folder = _identity(Path(parent)).parent
         if self.confine and not _identity(path).is_relative_to(folder):
             self.report.add("E604", f"`{value.value}` is outside the folder of `{parent}`: it was not read",
-                            value.span, f"a policy extends only files under {folder} (or builtin:NAME)")
+                            value.span, "a policy extends only files in its folder tree (or builtin:NAME)")
             return False
         return True
 
@@ -191,7 +191,9 @@ class _Composer:
         else:
             text, diagnostics = decode_policy(data, shown)
             tree = None
-            if text is not None:
+            if text is None:  # shown as the E001 excerpt
+                self.composition.texts[shown] = data.decode("utf-8", "replace").removeprefix("\ufeff")
+            else:
                 self.composition.texts[shown] = text
                 tree, diagnostics = parse(text, shown)
             self.report.extend(diagnostics)

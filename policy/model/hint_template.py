@@ -13,13 +13,13 @@ import posixpath
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 from functools import cache, cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 from jinja2 import Environment, StrictUndefined, Template, meta
 from jinja2.runtime import Context
-from jinja2.sandbox import SandboxedEnvironment
 
 from policy.model.diagnostics import Span
+from policy.model.hint_sandbox import BoundedEnvironment, bounded_concat, bounded_filter, bounded_range
 
 log = logging.getLogger("policy.hints")
 
@@ -114,9 +114,9 @@ class _HintContext(Context):
 
 
 @cache
-def environment() -> SandboxedEnvironment:
+def environment() -> BoundedEnvironment:
     """The one environment every hint template is compiled in."""
-    env = SandboxedEnvironment(
+    env = BoundedEnvironment(
         undefined=StrictUndefined,
         autoescape=False,
         trim_blocks=True,
@@ -130,6 +130,8 @@ def environment() -> SandboxedEnvironment:
         json=plain_json,
         pip_name=pip_name,
     )
+    env.filters = {name: bounded_filter(function) for name, function in env.filters.items()}
+    env.globals["range"] = bounded_range
     return env
 
 
@@ -162,7 +164,12 @@ class HintTemplate:
         return dict(self.template.globals)
 
     def render(self, variables: Mapping[str, Any]) -> str:
-        """Render; a failure is logged and replaced by a plain one-line hint.
+        """Render; a failure is logged and replaced by a plain one-line hint."""
+        return self.render_checked(variables).text
+
+    def render_checked(self, variables: Mapping[str, Any]) -> RenderedHint:
+        """Render within the sandbox's bounds (``policy.model.hint_sandbox``); a failure or a bound
+        exceeded is logged and gives the plain one-line hint, with the reason.
 
         Only the variables the template reads are taken from ``variables`` (a
         ``policy.model.variables.HintVariables`` computes no others), and the globals
@@ -178,12 +185,22 @@ class HintTemplate:
                 except KeyError:  # a global, or a name nothing provides (StrictUndefined reports it)
                     continue
                 context[name] = value
-            return template.environment.concat(
-                template.root_render_func(template.new_context(context, shared=True))
-            ).strip("\n")
+            text = bounded_concat(template.root_render_func(template.new_context(context, shared=True)))
+            return RenderedHint(text.strip("\n"))
         except Exception as err:  # a hint must never break the agent
             log.warning("hint %s failed to render: %s", self.name, err)
-            return fallback_hint(variables)
+            return RenderedHint(fallback_hint(variables), f"{type(err).__name__}: {err}")
+
+
+class RenderedHint(NamedTuple):
+    """A rendered hint; ``fallback`` says why the plain fallback text was used instead (None: it was not)."""
+
+    text: str
+    fallback: str | None = None
+
+    def facts(self) -> dict[str, Any]:
+        """What a decision's metadata says about the render: nothing, or why it fell back."""
+        return {} if self.fallback is None else {"hint_fallback": self.fallback}
 
 
 def compile_hint(name: str, source: str, span: Span | None = None) -> HintTemplate:

@@ -86,8 +86,12 @@ def _block(
         "output": problem.output,
     }
     variables = HintVariables(policy.name, gate.ref, "block", call, facts)
-    hint = gate.hint.render(variables) if gate.hint is not None else default_hint(facts)
-    return Decision(action="block", rule=gate.ref, hint=hint, call_id=call.id, metadata=facts)
+    if gate.hint is None:
+        hint, rendered = default_hint(facts), {}
+    else:
+        checked = gate.hint.render_checked(variables)
+        hint, rendered = checked.text, checked.facts()
+    return Decision(action="block", rule=gate.ref, hint=hint, call_id=call.id, metadata={**facts, **rendered})
 
 
 def default_hint(facts: dict[str, Any]) -> str:

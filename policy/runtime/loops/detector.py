@@ -110,14 +110,16 @@ class LoopDetector:
             finding.mark()
         log.info("loop %s %s on call %s: %s", finding.ref.name, finding.action, finding.call.id, finding)
         summary = call_summary(finding.call)
+        rendered: dict[str, Any] = {}
         if finding.hint is not None:
             variables = common_variables(self.policy.name, finding.ref, finding.action, finding.call, summary)
             variables.update(finding.facts)
-            hint = finding.hint.render(variables)
+            checked = finding.hint.render_checked(variables)
+            hint, rendered = checked.text, checked.facts()
         else:
             hint = f"[policy] loop {finding.ref.name} {finding.action}: {finding}."
         metadata: dict[str, Any] = {"layer": finding.kind, "call": summary, **finding.facts,
-                                    **finding.metadata}
+                                    **finding.metadata, **rendered}
         return Decision(action=finding.action, rule=finding.ref, hint=hint, call_id=finding.call.id,
                         metadata=metadata)
 
