@@ -70,6 +70,17 @@ def test_drop_thread_forgets_every_run_of_that_thread_only(tmp_path: Path) -> No
     assert _count(store, Scope("t2", "r1")) == 1
 
 
+def test_drop_all_forgets_every_thread_and_nothing_else(tmp_path: Path) -> None:
+    store = FileStore(tmp_path)
+    _bump(store, Scope("t1", "r1"))
+    _bump(store, Scope("a thread/with:odd name", "r1"))
+    (tmp_path / "notes.txt").write_text("not a session file")
+    store.drop_all()
+    assert _count(store, Scope("t1", "r1")) == 0
+    assert _count(store, Scope("a thread/with:odd name", "r1")) == 0
+    assert (tmp_path / "notes.txt").exists()
+
+
 def test_a_failed_block_saves_nothing(tmp_path: Path) -> None:
     store = FileStore(tmp_path)
     scope = Scope("t", "r")

@@ -22,6 +22,7 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import get_runtime
 from langgraph.types import Command
+from pydantic import PrivateAttr
 
 from policy.hooks.langchain.messages import stopped_ai_message
 from policy.hooks.langchain.middleware import HarnessGuardMiddleware
@@ -219,7 +220,7 @@ def test_a_failing_command_gets_its_hint_after_a_blank_line(workspace: Workspace
     policy = message.additional_kwargs["policy"]
     assert (policy["action"], policy["signature"], policy["captures"]) == \
         ("hint", "MODULE_NOT_FOUND", {"module": "nosuchmod"})
-    assert message.additional_kwargs["deerflow_tool_meta"]["error_type"] == "module_not_found"
+    assert message.additional_kwargs["deerflow_tool_meta"]["error_type"] == "not_found"  # DeerFlow's value
 
 
 def test_a_tool_exception_is_counted_and_reraised_unchanged(workspace: Workspace) -> None:
@@ -638,7 +639,7 @@ def readme_blocks(section: str, language: str) -> list[str]:
 
 def test_the_readme_example_runs_and_reports_a_stop(workspace: Workspace,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    (example,) = readme_blocks("Use with LangChain / DeerFlow", "python")
+    (example,) = readme_blocks("Use with LangChain", "python")
     write_file, str_replace, bash = workspace.tools()
     namespace = {"model": model(*repeated("echo same", 5)), "write_file": write_file,
                  "str_replace": str_replace, "bash": bash}
@@ -649,3 +650,123 @@ def test_the_readme_example_runs_and_reports_a_stop(workspace: Workspace,
     assert printed.startswith("the guard ended the run: ")
     assert "[LOOP STOPPED]" in printed
     assert workspace.executed == ["echo same"] * 4
+
+
+# --- warnings delivered into the next model request (deliver_warnings next_request) ----------
+
+
+class CapturingModel(PerConversationModel):
+    """``PerConversationModel`` that records every request it is sent."""
+
+    _requests: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
+
+    @property
+    def requests(self) -> list[list[BaseMessage]]:
+        return self._requests
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> CapturingModel:
+        return self
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        self._requests.append(list(messages))
+        return super()._generate(messages, *args, **kwargs)
+
+
+def loop_warnings(messages: Sequence[BaseMessage]) -> list[HumanMessage]:
+    return [m for m in messages if isinstance(m, HumanMessage) and m.name == "loop_warning"]
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_next_request_warning_reaches_the_next_model_request_only(workspace: Workspace,
+                                                                      asynchronous: bool) -> None:
+    """DeerFlow's own graph test, restated: the warning follows the last ToolMessage in the 4th
+    request, is in no ToolMessage, and never enters the run's state."""
+    model_ = CapturingModel(responses=[*repeated("echo same", 3), answer("final answer")])
+    agent = create_agent(model_, tools=workspace.tools(),
+                         middleware=[HarnessGuardMiddleware("builtin:deerflow")])
+    request = {"messages": [HumanMessage("inspect the directory")]}
+    context = {"thread_id": "t", "run_id": "r"}
+
+    result = asyncio.run(agent.ainvoke(request, context=context)) if asynchronous else agent.invoke(
+        request, context=context)
+
+    assert [len(loop_warnings(r)) for r in model_.requests] == [0, 0, 0, 1]
+    fourth = model_.requests[3]
+    assert isinstance(fourth[-2], ToolMessage)
+    assert fourth[-2].tool_call_id == tool_messages(result)[2].tool_call_id
+    assert "[LOOP DETECTED]" in fourth[-1].text and "3 times" in fourth[-1].text
+    assert loop_warnings(result["messages"]) == []
+    assert actions(result) == [None, None, None]
+    assert final_message(result).text == "final answer"
+
+
+def test_a_warning_queued_when_a_run_ends_is_dropped_not_carried_into_the_next(workspace: Workspace) -> None:
+    guard = HarnessGuardMiddleware("builtin:deerflow")
+    first = CapturingModel(responses=[*repeated("echo same", 3), answer("a")])
+    create_agent(first, tools=workspace.tools(), middleware=[guard]).invoke(
+        {"messages": [HumanMessage("go")]}, context={"thread_id": "t", "run_id": "r1"})
+    assert len(loop_warnings(first.requests[-1])) == 1
+
+    runtime = _runtime("r2")
+    for _ in range(3):
+        tool_call = call("bash", command="echo again")
+        guard.after_model(_state(turn(tool_call)), runtime)
+        guard.wrap_tool_call(_request(tool_call, runtime), _ok)
+    guard.after_agent(_state(), runtime)  # r2 ends before its next model request
+    assert guard.guard.take_warnings(Scope("t", "r2")) == []
+
+
+def test_a_warning_of_a_run_entered_twice_waits_for_its_own_next_request(workspace: Workspace) -> None:
+    """One run id is one budget and one queue across graph entries; a sibling run's end drops nothing."""
+    guard = HarnessGuardMiddleware("builtin:deerflow")
+    agent = create_agent(CapturingModel(responses=[*repeated("echo same", 2), answer("paused")]),
+                         tools=workspace.tools(), middleware=[guard])
+    agent.invoke({"messages": [HumanMessage("go")]}, context={"thread_id": "t", "run_id": "run"})
+    again = CapturingModel(responses=[*repeated("echo same", 1), answer("done")])
+    result = create_agent(again, tools=workspace.tools(), middleware=[guard]).invoke(
+        {"messages": [HumanMessage("go on")]}, context={"thread_id": "t", "run_id": "run"})
+
+    assert [len(loop_warnings(r)) for r in again.requests] == [0, 1]
+    assert loop_warnings(result["messages"]) == []
+
+
+def test_consume_stop_reason_none_answers_for_a_run_whose_context_has_no_run_id(workspace: Workspace) -> None:
+    """DeerFlow's subagent executor passes ``run_id: None`` and asks ``consume_stop_reason(None)``."""
+    guard = HarnessGuardMiddleware("builtin:deerflow")
+    agent = create_agent(model(*repeated("echo same", 5), answer("never")), tools=workspace.tools(),
+                         middleware=[guard])
+
+    asyncio.run(agent.ainvoke({"messages": [HumanMessage("go")]}, context={"thread_id": "t", "run_id": None}))
+
+    assert guard.consume_stop_reason(None) == "loop_capped"
+    assert guard.consume_stop_reason(None) is None
+
+
+def test_a_missing_run_id_is_a_fresh_run_for_each_invocation(workspace: Workspace) -> None:
+    guard = HarnessGuardMiddleware("builtin:deerflow")
+    agent = create_agent(PerConversationModel(responses=[*repeated("echo same", 4), answer("done")]),
+                         tools=workspace.tools(), middleware=[guard])
+
+    for _ in range(2):  # four identical calls per invocation: each starts a fresh budget, none stops
+        result = agent.invoke({"messages": [HumanMessage("go")]}, context={"thread_id": "t"})
+        assert final_message(result).text == "done"
+    assert guard.consume_stop_reason(None) is None
+    assert guard.scopes.anchored_runs() == 0
+
+
+def test_reset_without_a_thread_forgets_every_thread_and_every_stop(workspace: Workspace) -> None:
+    guard = HarnessGuardMiddleware("builtin:deerflow")
+    for thread in ("t1", "t2"):
+        agent = create_agent(model(*repeated("echo same", 5), answer()), tools=workspace.tools(),
+                             middleware=[guard])
+        agent.invoke({"messages": [HumanMessage("go")]}, context={"thread_id": thread, "run_id": "r"})
+    assert len(guard.guard.store) == 2
+
+    guard.reset()
+
+    assert len(guard.guard.store) == 0
+    assert guard.consume_stop_reason("r") is None
+    result = create_agent(model(*repeated("echo same", 4), answer("done")), tools=workspace.tools(),
+                          middleware=[guard]).invoke({"messages": [HumanMessage("go")]},
+                                                     context={"thread_id": "t1", "run_id": "r"})
+    assert final_message(result).text == "done"  # no stop left over for (t1, r)

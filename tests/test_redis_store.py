@@ -120,6 +120,21 @@ def test_drop_thread_forgets_every_run_of_that_thread_only(client: Redis) -> Non
         assert state.pending == {"c": {}}
 
 
+def test_drop_all_forgets_every_thread_under_its_prefix_only(client: Redis) -> None:
+    store, other = RedisStore(client, prefix="p*[x]"), RedisStore(client, prefix="p")
+    for thread, run in [("t1", "r1"), ("t2", "r1")]:
+        for each in (store, other):
+            with each.scope(Scope(thread, run)) as state:
+                state.pending["c"] = {}
+    store.drop_all()
+    assert len(store) == 0
+    assert len(other) == 2
+    with store.scope(Scope("t1", "r1")) as state:
+        assert state.pending == {}
+    with other.scope(Scope("t1", "r1")) as state:
+        assert state.pending == {"c": {}}
+
+
 def test_ids_with_separators_do_not_collide(client: Redis) -> None:
     store = RedisStore(client)
     with store.scope(Scope("a:b", "c")) as state:

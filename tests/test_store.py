@@ -41,6 +41,17 @@ def test_drop_thread_forgets_every_run_of_that_thread_only() -> None:
         assert state.pending == {}
 
 
+def test_drop_all_forgets_every_thread() -> None:
+    store = MemoryStore()
+    for thread, run in [("t1", "r1"), ("t2", "r1")]:
+        with store.scope(Scope(thread, run)) as state:
+            state.pending["c"] = {}
+    store.drop_all()
+    assert len(store) == 0
+    with store.scope(Scope("t2", "r1")) as state:
+        assert state.pending == {}
+
+
 def test_a_missing_run_id_is_a_scope_of_its_own() -> None:
     store = MemoryStore()
     first, second = Scope("t1"), Scope("t1")

@@ -63,6 +63,7 @@ POLICY = _block(
     Spec("scan_limit", ("SIZE", "INT")),
     Spec("max_check_bytes", ("SIZE", "INT")),
     Spec("on_internal_error", ("allow|block",)),
+    Spec("deliver_warnings", ("tool_message|next_request",)),
     Spec("ignore", ("ARG+", "")),
     Spec("key", ("ARG+",)),
 )

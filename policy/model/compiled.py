@@ -269,6 +269,9 @@ class CompiledPolicy:
     max_check_bytes: int = 2 * 1024 * 1024
     """The largest text a write gate reads, builds or checks (a file, a write's result, an edit's)."""
     on_internal_error: Literal["allow", "block"] = "allow"
+    deliver_warnings: Literal["tool_message", "next_request"] = "tool_message"
+    """Where a loop warning reaches the model: appended to its call's ToolMessage, or queued and
+    added to the next model request (``Guard.take_warnings``), outside the run's history."""
     tools: Mapping[str, ToolSpec] = field(default_factory=dict)
     default_ignore_args: frozenset[str] = frozenset()
     default_key_args: tuple[str, ...] | None = None

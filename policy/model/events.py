@@ -35,9 +35,12 @@ class ToolCall:
     args: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "args", _coerce_args(self.args))
-        object.__setattr__(self, "name", str(self.name))
-        object.__setattr__(self, "id", str(self.id))
+        if type(self.args) is not dict:  # the checks cost less than setting each field again
+            object.__setattr__(self, "args", _coerce_args(self.args))
+        if type(self.name) is not str:
+            object.__setattr__(self, "name", str(self.name))
+        if type(self.id) is not str:
+            object.__setattr__(self, "id", str(self.id))
 
 
 @dataclass(frozen=True)

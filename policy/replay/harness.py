@@ -16,7 +16,7 @@ from policy.model.events import Scope, ToolCall, ToolResult
 from policy.runtime.gates import FileEffect, file_effect
 from policy.runtime.guard import Guard
 
-EventKind = str  # "turn" | "call" | "result"
+EventKind = str  # "turn" | "call" | "result" | "request" (a warning delivered with the next model request)
 
 
 class VirtualFiles:
@@ -82,6 +82,8 @@ class Session:
         if self.is_stopped(scope) or not calls:
             return outcomes
         turn = self.guard.on_turn(calls, scope)
+        if turn.action == "warn":  # recorded with its text, as the model will read it
+            turn = self.guard.render(turn, next((c for c in calls if c.id == turn.call_id), calls[0]))
         for outcome in outcomes:
             outcome.turn = turn
         if turn.action == "stop":
@@ -111,6 +113,8 @@ class Session:
         if effect is not None and result.status == "success":
             self.files.write(effect)
         self._record(outcome, "result", self.guard.on_result(outcome.call, result, scope))
+        for warning in self.guard.take_warnings(scope):  # delivered with the next model request
+            self._record(self.outcomes.get((scope.key, warning.call_id or "")) or outcome, "request", warning)
         return outcome
 
     def _outcome(self, scope: Scope, call: ToolCall) -> Outcome:

@@ -5,9 +5,14 @@ A harness reports three events per scope (DESIGN.md, "Events and decisions"):
 and frequency), ``on_call`` before one call executes (write gates) and
 ``on_result`` after it returns (signatures, error streaks, oscillation).
 
-Delivery: a warning decided for a turn waits, keyed by scope and call id,
-and is folded into the decision for that call's result (or into its block),
-so it reaches the model inside that call's ToolMessage.
+Delivery (the policy's ``deliver_warnings``): with ``tool_message`` (the
+default) a warning decided for a turn waits, keyed by scope and call id, and
+is folded into the decision for that call's result (or into its block), so
+it reaches the model inside that call's ToolMessage.  With ``next_request``
+every loop warning (of a turn or of a result) is queued for the scope
+instead and handed out by ``take_warnings`` when the harness builds the next
+model request; the call's own decision then carries no warning.  Either way
+a turn's warning is rendered only when it is delivered.
 
 Every method is thread-safe: state is only touched inside
 ``Store.scope()``, which gives exclusive access to one scope.  The
@@ -43,6 +48,8 @@ ReadFile = Callable[[str], "str | None"]
 _INTERNAL = RuleRef("internal", "error")
 _WARNING = "warning"
 _CHANGES_FILE = "changes_file"
+MAX_QUEUED = 4
+"""Warnings a scope keeps for its next model request (DeerFlow's cap); the oldest go first."""
 
 
 class Guard:
@@ -62,12 +69,17 @@ class Guard:
         self._state = GuardedStore(self.store, self.policy.name)
         self._loops = LoopDetector(self.policy)
         self._outputs = output_reader(self.policy)
+        self._queues = self.policy.deliver_warnings == "next_request"
 
     # --- events -------------------------------------------------------------
 
     def on_turn(self, calls: Sequence[ToolCall], scope: Scope) -> Decision:
-        """Loop layers over a batch.  ``stop``: end the run; ``warn``: delivered with that call's result."""
-        return self._guarded("turn", lambda: self._on_turn(list(calls), scope))
+        """Loop layers over a batch.  ``stop``: end the run; ``warn`` (without its text, see
+        ``render``): delivered with that call's result, or by ``take_warnings``."""
+        try:  # inline rather than through ``_guarded``: this runs on every model turn
+            return self._on_turn(calls, scope)
+        except Exception as err:
+            return self._fault("turn", err)
 
     def on_call(self, call: ToolCall, scope: Scope) -> Decision:
         """Write gates.  ``block``: do not execute the call; send the hint as an error ToolMessage."""
@@ -77,18 +89,46 @@ class Guard:
         """Signatures, error streaks, oscillation, plus any warning pending for this call."""
         return self._guarded("result", lambda: self._on_result(call, result, scope))
 
+    def render(self, decision: Decision, call: ToolCall) -> Decision:
+        """A turn's warning (which comes without its text) with its hint, for a harness that shows
+        it before delivery; any other decision as it is."""
+        if decision.hint is not None or decision.rule is None or decision.rule.kind != "loop":
+            return decision
+        return self._loops.render(decision, call)
+
+    def take_warnings(self, scope: Scope) -> list[Decision]:
+        """The warnings queued for the scope's next model request, rendered, one per distinct
+        text; the queue is emptied (``deliver_warnings next_request``; empty with ``tool_message``)."""
+        try:
+            with self.store.scope(scope) as state:
+                if not state.queued:
+                    return []
+                queued, state.queued = state.queued, []
+            decisions: dict[str, Decision] = {}
+            for entry in queued:
+                decision = self._restore(entry)
+                decisions.setdefault((decision.hint or "").strip(), decision)
+            return list(decisions.values())
+        except Exception:
+            log.exception("policy %s: could not take the queued warnings of %s", self.policy.name, scope.key)
+            return []
+
     def clear_pending(self, scope: Scope) -> None:
         """Drop this scope's undelivered warnings (never its loop history, never another scope's)."""
         try:
             with self.store.scope(scope) as state:
                 state.pending.clear()
+                state.queued.clear()
         except Exception:  # a store fault must not break the agent's shutdown path
             log.exception("policy %s: could not clear pending warnings of %s", self.policy.name, scope.key)
 
-    def reset(self, thread_id: str) -> None:
-        """Forget every run scope of a thread."""
+    def reset(self, thread_id: str | None = None) -> None:
+        """Forget every run scope of a thread; with no thread, of every thread."""
         try:
-            self.store.drop_thread(thread_id)
+            if thread_id is None:
+                self.store.drop_all()
+            else:
+                self.store.drop_thread(thread_id)
         except Exception:
             log.exception("policy %s: could not reset thread %s", self.policy.name, thread_id)
 
@@ -101,23 +141,32 @@ class Guard:
     async def aon_result(self, call: ToolCall, result: ToolResult, scope: Scope) -> Decision:
         return await asyncio.to_thread(self.on_result, call, result, scope)
 
+    async def atake_warnings(self, scope: Scope) -> list[Decision]:
+        return await asyncio.to_thread(self.take_warnings, scope)
+
     async def aclear_pending(self, scope: Scope) -> None:
         await asyncio.to_thread(self.clear_pending, scope)
 
-    async def areset(self, thread_id: str) -> None:
+    async def areset(self, thread_id: str | None = None) -> None:
         await asyncio.to_thread(self.reset, thread_id)
 
     # --- implementation -----------------------------------------------------
 
-    def _on_turn(self, calls: list[ToolCall], scope: Scope) -> Decision:
+    def _on_turn(self, calls: Sequence[ToolCall], scope: Scope) -> Decision:
+        if not calls:
+            return ALLOW
         readable = [call for call in calls if not too_deep(call)]
         if not readable:
-            return Decision(metadata=TOO_DEEP_FACTS) if calls else ALLOW
+            return Decision(metadata=TOO_DEEP_FACTS)
 
         def work(state: ScopeState) -> Decision:
-            decision = self._loops.on_turn(state, readable)
+            decision = self._loops.on_turn(state, readable, render=False)
             if decision.action == "warn" and decision.call_id is not None:
-                _pending(state, decision.call_id)[_WARNING] = decision.to_dict()
+                entry = _stored(decision, next(c for c in readable if c.id == decision.call_id))
+                if self._queues:
+                    _queue(state, entry)
+                else:
+                    _pending(state, decision.call_id)[_WARNING] = entry
             return decision
 
         decision = self._state.run(scope, work)
@@ -146,9 +195,10 @@ class Guard:
             error_key = ("gate", {"gate": decision.rule.name if decision.rule else "",
                                   "path": str(decision.metadata.get("path", "")),
                                   "message": str(decision.metadata.get("message", ""))})
-            streak = self._loops.on_result(state, call, rejection, failed=True, error_key=error_key,
-                                           state_changed=False)
-            return _combine([decision, streak, _take_pending(state, call.id)])
+            streak = self._delivered(state, self._loops.on_result(
+                state, call, rejection, failed=True, error_key=error_key, state_changed=False))
+            warning = state.pending.pop(call.id, {}).get(_WARNING)
+            return _combine([decision, streak, self._restore(warning)])
 
         combined = self._state.run(scope, work)
         return _with_facts(decision, combined.facts()) if isinstance(combined, StoreFault) else combined
@@ -164,13 +214,35 @@ class Guard:
         def work(state: ScopeState) -> Decision:
             pending = state.pending.pop(call.id, {})
             changed = self._state_changed(call, diagnosis.failed, pending.get(_CHANGES_FILE))
-            loops = self._loops.on_result(state, call, result, failed=diagnosis.failed,
-                                          error_key=diagnosis.key if diagnosis.failed else None,
-                                          state_changed=changed, output=output)
-            return _combine([_restore(pending.get(_WARNING)), loops, signature])
+            error_key = diagnosis.key if diagnosis.failed else None
+            loops = self._delivered(state, self._loops.on_result(
+                state, call, result, failed=diagnosis.failed, error_key=error_key, state_changed=changed,
+                output=output))
+            return _combine([self._restore(pending.get(_WARNING)), loops, signature])
 
         combined = self._state.run(scope, work)
         return _with_facts(signature, combined.facts()) if isinstance(combined, StoreFault) else combined
+
+    def _delivered(self, state: ScopeState, decision: Decision) -> Decision:
+        """A result's loop decision for its call; a warning goes to the queue under ``next_request``."""
+        if decision.action == "warn" and self._queues:
+            _queue(state, decision.to_dict())
+            return ALLOW
+        return decision
+
+    def _restore(self, data: dict[str, Any] | None) -> Decision:
+        """A stored warning back as a decision, rendered now if it was stored without its text."""
+        if not data:
+            return ALLOW
+        kind, _, name = (data.get("rule") or "").partition(" ")
+        decision = Decision(
+            action=data["action"], rule=RuleRef(kind, name) if kind else None, hint=data.get("hint"),
+            call_id=data.get("call_id"), signature=data.get("signature"), captures=data.get("captures") or {},
+            metadata=data.get("metadata") or {})
+        if decision.hint is None and "tool" in data:
+            call = ToolCall(id=decision.call_id or "", name=data["tool"], args=data.get("args") or {})
+            decision = self._loops.render(decision, call)
+        return decision
 
     def _state_changed(self, call: ToolCall, failed: bool, changes_file: Any) -> bool:
         """Did this call change the sandbox?  A failed call, or a write of identical content, did not."""
@@ -189,12 +261,15 @@ class Guard:
         try:
             return evaluate()
         except Exception as err:
-            log.exception("policy %s: internal error during %s", self.policy.name, event)
-            fault = {"internal_error": f"{type(err).__name__}: {err}"}
-            if self.policy.on_internal_error == "block" and event == "call":
-                hint = f"[policy] internal error ({type(err).__name__}); the call was not checked."
-                return Decision(action="block", rule=_INTERNAL, hint=hint, metadata=fault)
-            return Decision(action="allow", rule=_INTERNAL, metadata=fault)
+            return self._fault(event, err)
+
+    def _fault(self, event: str, err: Exception) -> Decision:
+        log.exception("policy %s: internal error during %s", self.policy.name, event)
+        fault = {"internal_error": f"{type(err).__name__}: {err}"}
+        if self.policy.on_internal_error == "block" and event == "call":
+            hint = f"[policy] internal error ({type(err).__name__}); the call was not checked."
+            return Decision(action="block", rule=_INTERNAL, hint=hint, metadata=fault)
+        return Decision(action="allow", rule=_INTERNAL, metadata=fault)
 
 
 def _with_facts(decision: Decision, facts: dict[str, Any]) -> Decision:
@@ -210,18 +285,17 @@ def _pending(state: ScopeState, call_id: str) -> dict[str, Any]:
     return entry
 
 
-def _take_pending(state: ScopeState, call_id: str) -> Decision:
-    return _restore(state.pending.pop(call_id, {}).get(_WARNING))
+def _stored(decision: Decision, call: ToolCall) -> dict[str, Any]:
+    """A turn's unrendered warning as stored until delivery: the decision and the call it concerns."""
+    data = decision.to_dict()
+    data["tool"], data["args"] = call.name, call.args
+    return data
 
 
-def _restore(data: dict[str, Any] | None) -> Decision:
-    """A pending warning back from its stored form."""
-    if not data:
-        return ALLOW
-    kind, _, name = (data.get("rule") or "").partition(" ")
-    return Decision(action=data["action"], rule=RuleRef(kind, name) if kind else None, hint=data.get("hint"),
-                    call_id=data.get("call_id"), signature=data.get("signature"),
-                    captures=data.get("captures") or {}, metadata=data.get("metadata") or {})
+def _queue(state: ScopeState, data: dict[str, Any]) -> None:
+    """Queue a warning for the scope's next model request, keeping the newest ``MAX_QUEUED``."""
+    state.queued.append(data)
+    del state.queued[:-MAX_QUEUED]
 
 
 def _combine(decisions: list[Decision]) -> Decision:

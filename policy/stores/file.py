@@ -110,10 +110,12 @@ class FileStore:
 
     def drop_thread(self, thread_id: str) -> None:
         """Forget every run of a thread (its file is removed)."""
-        path = self.path_for(thread_id)
-        with self._locked(path, create=False) as fd:
-            if fd is not None:
-                path.unlink(missing_ok=True)
+        self._remove(self.path_for(thread_id))
+
+    def drop_all(self) -> None:
+        """Forget every thread (every session file is removed)."""
+        for path in self._session_files():
+            self._remove(path)
 
     def __len__(self) -> int:
         """How many run scopes the live (unexpired) session files hold."""
@@ -214,6 +216,12 @@ class FileStore:
                         current, self.max_file_bytes)
             runs[current] = ScopeState().to_json()
         return runs
+
+    def _remove(self, path: Path) -> None:
+        """Remove a session file once no process holds it."""
+        with self._locked(path, create=False) as fd:
+            if fd is not None:
+                path.unlink(missing_ok=True)
 
     def _session_files(self) -> list[Path]:
         return [p for p in self.directory.glob(f"*{_SUFFIX}") if p.name[:2] in ("s-", "h-")]

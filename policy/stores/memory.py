@@ -33,6 +33,10 @@ class Store(Protocol):
         """Forget every run scope of the thread."""
         ...
 
+    def drop_all(self) -> None:
+        """Forget every scope of every thread."""
+        ...
+
     def __len__(self) -> int:
         """The number of scopes tracked."""
         ...
@@ -68,6 +72,10 @@ class MemoryStore:
         with self._lru_lock:
             for key in [key for key in self._states if key[0] == thread_id]:
                 del self._states[key]
+
+    def drop_all(self) -> None:
+        with self._lru_lock:
+            self._states.clear()
 
     def __len__(self) -> int:
         return len(self._states)

@@ -170,6 +170,15 @@ class RedisStore:
         pipeline.delete(thread_key)
         pipeline.execute()
 
+    def drop_all(self) -> None:
+        """Forget every thread under this store's prefix."""
+        prefix = _glob_escaped(self.prefix)
+        for pattern in (f"{prefix}:state:*", f"{prefix}:thread:*"):
+            keys = list(self.client.scan_iter(match=pattern, count=500))
+            for start in range(0, len(keys), 500):
+                self.client.delete(*keys[start:start + 500])
+        self.client.delete(self._scopes_key)
+
     def __len__(self) -> int:
         """Scopes used within the last ``ttl_seconds``."""
         return int(self.client.zcount(self._scopes_key, time.time() - self.ttl_seconds, "+inf"))
@@ -223,3 +232,8 @@ def _quoted(name: str) -> str:
 def _encoded(text: str) -> bytes:
     """JSON text as UTF-8; a lone surrogate (only ever in a JSON string) becomes its ``\\uXXXX`` escape."""
     return text.encode("utf-8", "backslashreplace")
+
+
+def _glob_escaped(text: str) -> str:
+    """``text`` matched literally in a Redis ``SCAN MATCH`` pattern."""
+    return "".join(f"\\{ch}" if ch in "*?[]\\" else ch for ch in text)

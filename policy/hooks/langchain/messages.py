@@ -24,13 +24,18 @@ from policy.model.events import ToolCall
 
 POLICY_KEY = "policy"
 DEERFLOW_META_KEY = "deerflow_tool_meta"
-META_SOURCE = "harness_guard"
 
 _TOOL_CALL_BLOCK_TYPES = frozenset(
     {"tool_use", "tool_call", "tool_call_chunk", "function_call", "server_tool_use"})
 """Content blocks that carry a tool call (Anthropic ``tool_use``, LangChain's standard ``tool_call``)."""
 
 _NEXT_ACTION = {"hint": "continue", "warn": "try_alternative", "block": "try_alternative", "stop": "stop"}
+"""DeerFlow's ``recommended_next_action`` for each action."""
+_ERROR_TYPES = {"PERMISSION_DENIED": "permission", "TIMEOUT": "transient", "CONNECTION_REFUSED": "transient",
+                "NETWORK_UNAVAILABLE": "transient"}
+"""Signatures with a DeerFlow ``error_type`` of their own; ``…_NOT_FOUND`` ones are ``not_found``,
+the rest ``unknown``.  Only values DeerFlow declares are used (``tool_result_meta.py`` and
+``tool_progress_middleware.py`` in bytedance/deer-flow): its consumers build ``ToolResultMeta(**meta)``."""
 
 Content = str | list[str | dict[str, Any]]
 
@@ -70,7 +75,7 @@ def blocked_tool_message(call: ToolCall, decision: Decision) -> ToolMessage:
         tool_call_id=call.id,
         additional_kwargs={
             POLICY_KEY: policy_metadata(decision),
-            DEERFLOW_META_KEY: deerflow_meta(decision, "error", None),
+            DEERFLOW_META_KEY: _refusal_meta(decision),
         },
     )
 
@@ -87,8 +92,9 @@ def annotated_tool_message(message: ToolMessage, decision: Decision) -> ToolMess
 
 
 def deerflow_meta(decision: Decision, status: str, existing: Any) -> dict[str, Any]:
-    """DeerFlow's tool-result meta.  One stamped by an inner middleware keeps its
-    classification; the guard only says what to do next."""
+    """DeerFlow's tool-result meta for an executed call.  One stamped by an inner middleware
+    (DeerFlow's ToolErrorHandlingMiddleware) keeps its classification; the guard only says
+    what to do next.  Otherwise the guard classifies the result it read (``content_analysis``)."""
     next_action = _NEXT_ACTION.get(decision.action, "continue")
     if isinstance(existing, dict):
         if decision.action in ("warn", "stop"):
@@ -101,8 +107,19 @@ def deerflow_meta(decision: Decision, status: str, existing: Any) -> dict[str, A
         "error_type": _error_type(decision) if failed else None,
         "recoverable_by_model": decision.action != "stop",
         "recommended_next_action": next_action,
-        "source": META_SOURCE,
+        "source": "content_analysis",
     }
+
+
+def _refusal_meta(decision: Decision) -> dict[str, Any]:
+    """The meta of a call the guard did not run: a blocked write is the tool's own error answer
+    (``tool_return``, as DeerFlow's ReadBeforeWriteMiddleware stamps its refusals); a call refused
+    because the run stopped is the progress guard's block."""
+    if decision.action == "stop":
+        return {"status": "error", "error_type": "blocked_by_progress_guard", "recoverable_by_model": False,
+                "recommended_next_action": "stop", "source": "progress_middleware"}
+    return {"status": "error", "error_type": _error_type(decision), "recoverable_by_model": True,
+            "recommended_next_action": _NEXT_ACTION["block"], "source": "tool_return"}
 
 
 def _diagnosed_failed(decision: Decision) -> bool:
@@ -113,10 +130,11 @@ def _diagnosed_failed(decision: Decision) -> bool:
 
 
 def _error_type(decision: Decision) -> str:
-    if decision.signature:
-        return decision.signature.lower()
-    kind = decision.rule.kind if decision.rule else ""
-    return {"gate": "invalid_write", "loop": "loop_detected"}.get(kind, "policy")
+    """A DeerFlow ``error_type``: from the signature the result showed, else ``unknown``."""
+    signature = decision.signature or ""
+    if signature.endswith("_NOT_FOUND"):
+        return "not_found"
+    return _ERROR_TYPES.get(signature, "unknown")
 
 
 def append_text(content: Content, text: str, *, drop_tool_calls: bool = False) -> Content:

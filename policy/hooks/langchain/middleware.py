@@ -10,8 +10,12 @@ Lifecycle of one agent invocation (DeerFlow's run-scope lifecycle):
 - ``before_agent`` counts the invocation in; it deletes nothing.
 - ``after_model`` runs the loop layers over the model's batch.  A ``stop``
   removes the batch's tool calls from the message and appends the stop text,
-  so the run ends with a final answer.  A warning waits in the guard, keyed by
-  scope and call id, and is delivered with that call's result.
+  so the run ends with a final answer.  A warning waits in the guard: with
+  the policy's ``deliver_warnings tool_message`` it is appended to that call's
+  result; with ``next_request`` ``wrap_model_call`` adds the scope's queued
+  warnings to the next model request as one ``HumanMessage(name="loop_warning")``
+  after every ToolMessage, so it never enters the run's state, history,
+  checkpoints or memory (DeerFlow's delivery).
 - ``wrap_tool_call`` gates the call, runs it, and appends hints and warnings
   to its ToolMessage.  A ``stop`` decided here (an error streak, say) refuses
   the remaining calls and ends the run at the next model turn.
@@ -37,8 +41,9 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from langchain.agents.middleware import AgentMiddleware, AgentState
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain.agents.middleware.types import ModelCallResult
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.config import get_config
 from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt.tool_node import ToolCallRequest
@@ -46,7 +51,7 @@ from langgraph.runtime import Runtime, get_runtime
 from langgraph.types import Command
 
 from policy.hooks.bounded import LruDict
-from policy.hooks.delivery import stop_reason
+from policy.hooks.delivery import decision_text, stop_reason
 from policy.hooks.langchain.messages import (
     annotated_tool_message,
     blocked_tool_message,
@@ -58,11 +63,13 @@ from policy.model.compiled import CompiledPolicy
 from policy.model.decision import Decision
 from policy.model.events import Scope, ToolCall, ToolResult
 from policy.runtime.guard import Guard
-from policy.stores.memory import Store
+from policy.stores.memory import MemoryStore, Store
 
 log = logging.getLogger("policy.hooks.langchain")
 
 ToolOutcome = ToolMessage | Command[Any]
+WARNING_MESSAGE_NAME = "loop_warning"
+"""The ``name`` of the HumanMessage that carries queued warnings into a model request (DeerFlow's)."""
 ReadFile = Callable[[str], "str | None"] | Callable[[Any, str], "str | None"]
 """``read_file(path)``, or ``read_file(runtime, path)`` for readers that need the tool's runtime
 (DeerFlow's sandbox reader).  ``None`` or ``FileNotFoundError``: the file does not exist."""
@@ -94,21 +101,34 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self._lock = threading.Lock()
         self._stops: LruDict[tuple[str, str], Decision] = LruDict(limit)
         """(thread id, run id) → the stop decided during a tool call, enforced at the next model turn."""
-        self._stop_reasons: LruDict[str, str] = LruDict(limit)
-        """Run id → why the run was stopped, until the caller consumes it."""
+        self._stop_reasons: LruDict[str | None, str] = LruDict(limit)
+        """The caller's run id (None for a run it gave none) → why the run was stopped, until consumed."""
+        self._queues = self.guard.policy.deliver_warnings == "next_request"
+        self._inline = isinstance(self.guard.store, MemoryStore)
+        """Loop layers and queued warnings in memory are microseconds of pure computation: the async
+        hooks run them in place instead of in a worker thread (gates, which may run a command
+        checker, and result diagnosis, which reads up to ``scan_limit`` of output, still go to one)."""
 
     # --- for callers ---------------------------------------------------------
 
-    def consume_stop_reason(self, run_id: str) -> str | None:
-        """Why the guard stopped run ``run_id`` (``loop_capped``…), once; None if it did not."""
-        with self._lock:
-            return self._stop_reasons.pop(str(run_id))
+    def consume_stop_reason(self, run_id: str | None = None) -> str | None:
+        """Why the guard stopped run ``run_id`` (``loop_capped``…), once; None if it did not.
 
-    def reset(self, thread_id: str) -> None:
-        """Forget every run scope of a thread: loop histories, pending warnings, stops."""
+        ``None`` asks about a run whose context gave no run id (or ``run_id: None``, as
+        DeerFlow's subagent executor passes for an embedded client's subagent)."""
+        with self._lock:
+            return self._stop_reasons.pop(None if run_id is None else str(run_id))
+
+    def reset(self, thread_id: str | None = None) -> None:
+        """Forget every run scope of a thread: loop histories, pending warnings, stops; with no
+        thread, of every thread, and every stop reason not yet consumed."""
         self.guard.reset(thread_id)
         with self._lock:
-            self._stops.pop_where(lambda key: key[0] == thread_id)
+            if thread_id is None:
+                self._stops.pop_where(lambda key: True)
+                self._stop_reasons.pop_where(lambda key: True)
+            else:
+                self._stops.pop_where(lambda key: key[0] == thread_id)
 
     # --- agent lifecycle -----------------------------------------------------
 
@@ -130,12 +150,40 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     async def aafter_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         scope = self._node_scope(runtime)
         if self.scopes.leave(scope, runtime.control):
-            await self.guard.aclear_pending(scope)
+            if self._inline:
+                self.guard.clear_pending(scope)
+            else:
+                await self.guard.aclear_pending(scope)
             with self._lock:
                 self._stops.pop(_key(scope))
         return None
 
-    # --- model turns ---------------------------------------------------------
+    # --- model requests and turns ---------------------------------------------
+
+    def wrap_model_call(self, request: ModelRequest[Any],
+                        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]) -> ModelCallResult[Any]:
+        if not self._queues:
+            return handler(request)
+        warnings = self.guard.take_warnings(self._node_scope(request.runtime))
+        return handler(self._with_warnings(request, warnings))
+
+    async def awrap_model_call(self, request: ModelRequest[Any],
+                               handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+                               ) -> ModelCallResult[Any]:
+        if not self._queues:
+            return await handler(request)
+        scope = self._node_scope(request.runtime)
+        warnings = self.guard.take_warnings(scope) if self._inline else await self.guard.atake_warnings(scope)
+        return await handler(self._with_warnings(request, warnings))
+
+    @staticmethod
+    def _with_warnings(request: ModelRequest[Any], warnings: list[Decision]) -> ModelRequest[Any]:
+        """The request with the queued warnings as one last HumanMessage (the request only, not the state)."""
+        if not warnings:
+            return request
+        text = "\n\n".join(decision_text(warning) for warning in warnings)
+        notice = HumanMessage(content=text, name=WARNING_MESSAGE_NAME)
+        return request.override(messages=[*request.messages, notice])
 
     def after_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         message = _last_ai_message(state)
@@ -143,20 +191,24 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return None
         scope = self._node_scope(runtime)
         decision = self._pending_stop(scope) or self.guard.on_turn(_tool_calls(message), scope)
-        return self._turn_update(message, decision, scope, runtime.context)
+        if decision.action != "stop":  # the common case: nothing to change in the state
+            return None
+        return self._stopped(message, decision, scope, runtime.context)
 
     async def aafter_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         message = _last_ai_message(state)
         if message is None or not message.tool_calls:
             return None
         scope = self._node_scope(runtime)
-        decision = self._pending_stop(scope) or await self.guard.aon_turn(_tool_calls(message), scope)
-        return self._turn_update(message, decision, scope, runtime.context)
-
-    def _turn_update(self, message: AIMessage, decision: Decision, scope: Scope,
-                     context: Any) -> dict[str, Any] | None:
+        calls = _tool_calls(message)
+        decision = self._pending_stop(scope) or (
+            self.guard.on_turn(calls, scope) if self._inline else await self.guard.aon_turn(calls, scope))
         if decision.action != "stop":
             return None
+        return self._stopped(message, decision, scope, runtime.context)
+
+    def _stopped(self, message: AIMessage, decision: Decision, scope: Scope, context: Any) -> dict[str, Any]:
+        """The state update of a stopped turn: the model's message without its calls, with the stop text."""
         self._record_stop(scope, context, decision)
         return {"messages": [stopped_ai_message(message, decision)]}
 
@@ -225,8 +277,12 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     # --- scopes and stops ----------------------------------------------------
 
     def _node_scope(self, runtime: Runtime[Any]) -> Scope:
-        return self.scopes.resolve(runtime.context, runtime.execution_info, _configurable(None),
-                                   runtime.control)
+        context = runtime.context
+        if type(context) is dict:  # DeerFlow's shape: both ids in the context (the common case, made cheap)
+            named = self.scopes.named(context.get("thread_id"), context.get("run_id"))
+            if named is not None:
+                return named
+        return self.scopes.resolve(context, runtime.execution_info, _configurable(None), runtime.control)
 
     def _tool_scope(self, request: ToolCallRequest) -> Scope:
         runtime = request.runtime
@@ -236,8 +292,11 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                                    _configurable(config), _invocation_control())
 
     def _pending_stop(self, scope: Scope) -> Decision | None:
+        key = _key(scope)
+        if key not in self._stops:  # a lock-free look first: most turns belong to runs not stopped
+            return None
         with self._lock:
-            return self._stops.get(_key(scope))
+            return self._stops.get(key)
 
     def _record_stop(self, scope: Scope, context: Any, decision: Decision) -> None:
         reason = stop_reason(decision)
@@ -245,7 +304,7 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                  scope.thread_id, decision.rule)
         with self._lock:
             self._stops.put(_key(scope), decision)
-            self._stop_reasons.put(str(scope.run_id), reason)
+            self._stop_reasons.put(self.scopes.given_run_id(scope), reason)
         if isinstance(context, dict):
             context["stop_reason"] = reason
 
@@ -258,7 +317,10 @@ def _key(scope: Scope) -> tuple[str, str]:
 
 
 def _last_ai_message(state: Any) -> AIMessage | None:
-    messages = state.get("messages") if isinstance(state, Mapping) else getattr(state, "messages", None)
+    if type(state) is dict or isinstance(state, Mapping):
+        messages = state.get("messages")
+    else:
+        messages = getattr(state, "messages", None)
     if not messages:
         return None
     last = messages[-1]

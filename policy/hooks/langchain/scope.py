@@ -57,7 +57,10 @@ class RunScopes:
     def __init__(self, limit: int = 1000) -> None:
         self._lock = threading.Lock()
         self._anchors: LruDict[object, str] = LruDict(limit)
+        self._generated: LruDict[str, bool] = LruDict(limit)
         self._entries: LruDict[str, int] = LruDict(limit)
+        self._named: dict[tuple[str, str], Scope] = {}
+        self._limit = limit
 
     def resolve(self, context: Any, execution_info: Any, configurable: Mapping[str, Any],
                 anchor: object | None) -> Scope:
@@ -69,6 +72,20 @@ class RunScopes:
         if run_id is None:
             run_id = self._anonymous_run(anchor)
         return Scope(thread_id=thread_id, run_id=run_id)
+
+    def named(self, thread_id: Any, run_id: Any) -> Scope | None:
+        """The scope of a context that names both ids as non-empty strings (one object per pair,
+        the most recent ``limit`` kept); None otherwise."""
+        if type(thread_id) is not str or type(run_id) is not str or not thread_id or not run_id:
+            return None
+        key = (thread_id, run_id)
+        scope = self._named.get(key)  # a hit needs no lock: reading a dict is atomic
+        if scope is None:
+            with self._lock:
+                scope = self._named[key] = Scope(thread_id=thread_id, run_id=run_id)
+                while len(self._named) > self._limit:
+                    del self._named[next(iter(self._named))]
+        return scope
 
     def enter(self, scope: Scope) -> None:
         """An agent invocation of this scope starts (nested agents count too)."""
@@ -88,6 +105,14 @@ class RunScopes:
                 self._anchors.pop(anchor)
             return True
 
+    def given_run_id(self, scope: Scope) -> str | None:
+        """The run id the caller gave for this scope; None when the run had none (it was generated)."""
+        run_id = scope.run_id
+        if run_id is None or run_id == UNANCHORED_RUN:
+            return None
+        with self._lock:
+            return None if run_id in self._generated else run_id
+
     def anchored_runs(self) -> int:
         """How many generated run ids are currently anchored (for tests and diagnostics)."""
         with self._lock:
@@ -97,4 +122,10 @@ class RunScopes:
         if anchor is None:
             return UNANCHORED_RUN
         with self._lock:
-            return self._anchors.get_or_put(anchor, lambda: f"run-{uuid.uuid4().hex}")
+            return self._anchors.get_or_put(anchor, self._new_run_id)
+
+    def _new_run_id(self) -> str:
+        """An opaque run id, remembered as generated (the caller gave none); called under the lock."""
+        run_id = f"run-{uuid.uuid4().hex}"
+        self._generated.put(run_id, True)
+        return run_id

@@ -55,6 +55,8 @@ def compile_policy(composition: Composition, report: Report) -> CompiledPolicy |
         scan_limit=scan_limit or CompiledPolicy.scan_limit,
         max_check_bytes=max_check_bytes or CompiledPolicy.max_check_bytes,
         on_internal_error="block" if word(settings, "on_internal_error", "allow") == "block" else "allow",
+        deliver_warnings="next_request" if word(settings, "deliver_warnings", "") == "next_request"
+        else "tool_message",
         tools=MappingProxyType(tools),
         default_ignore_args=default_ignore,
         default_key_args=default_key,

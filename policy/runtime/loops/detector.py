@@ -9,6 +9,10 @@ outranks any warning; when nothing stops, a ``repeat`` warning precedes a
 order wins.  Only the selected warning is marked (so it is not repeated) and
 logged; the others can warn in a later batch.  On a result, an
 ``error_streak`` finding outranks an ``oscillation`` one of equal severity.
+
+A turn's warning may be decided without its text (``render=False``): the
+guard renders it with ``render`` when it is delivered, so a warning that is
+superseded by a stop or dropped at the end of a run costs no rendering.
 """
 
 from __future__ import annotations
@@ -48,9 +52,12 @@ class LoopDetector:
         self._frequency = FrequencyLayer(frequency) if frequency else None
         self._streak = ErrorStreakLayer(streak, policy.signatures) if streak else None
         self._oscillation = OscillationLayer(oscillation) if oscillation else None
+        self._templates = {rule.ref.name: rule.hint for rule in (repeat, frequency, streak, oscillation)
+                           if rule is not None}
 
-    def on_turn(self, state: ScopeState, calls: Sequence[ToolCall]) -> Decision:
-        """``repeat`` and ``frequency`` over one batch of calls."""
+    def on_turn(self, state: ScopeState, calls: Sequence[ToolCall], *, render: bool = True) -> Decision:
+        """``repeat`` and ``frequency`` over one batch of calls.  ``render=False``: a warning comes
+        without its hint (None), for ``render`` to fill in when it is delivered."""
         if not calls:
             return ALLOW
         keys = [self.keys.call_key(call) for call in calls]
@@ -69,7 +76,7 @@ class LoopDetector:
                     return self._decide(finding)
                 if selected is None:
                     selected = finding
-        return ALLOW if selected is None else self._decide(selected)
+        return ALLOW if selected is None else self._decide(selected, render=render)
 
     def on_result(
         self,
@@ -104,20 +111,35 @@ class LoopDetector:
                 selected = cycle
         return ALLOW if selected is None else self._decide(selected)
 
-    def _decide(self, finding: Finding) -> Decision:
-        """Mark, log and render the selected finding."""
+    def render(self, decision: Decision, call: ToolCall) -> Decision:
+        """A loop decision made with ``render=False``, with its hint (for ``call``, the call it concerns)."""
+        template = self._templates.get(decision.rule.name) if decision.rule is not None else None
+        if decision.hint is not None or template is None or decision.rule is None:
+            return decision
+        summary = decision.metadata.get("call")
+        variables = common_variables(self.policy.name, decision.rule, decision.action, call,
+                                     summary if isinstance(summary, str) else call_summary(call))
+        variables.update(decision.metadata)
+        checked = template.render_checked(variables)
+        return decision._replace(hint=checked.text, metadata={**decision.metadata, **checked.facts()})
+
+    def _decide(self, finding: Finding, *, render: bool = True) -> Decision:
+        """Mark, log and (unless ``render`` is False and it has a template) render the selected finding."""
         if finding.mark is not None:
             finding.mark()
-        log.info("loop %s %s on call %s: %s", finding.ref.name, finding.action, finding.call.id, finding)
+        if log.isEnabledFor(logging.INFO):
+            log.info("loop %s %s on call %s: %s", finding.ref.name, finding.action, finding.call.id, finding)
         summary = call_summary(finding.call)
         rendered: dict[str, Any] = {}
-        if finding.hint is not None:
+        if finding.hint is None:
+            hint: str | None = f"[policy] loop {finding.ref.name} {finding.action}: {finding}."
+        elif render:
             variables = common_variables(self.policy.name, finding.ref, finding.action, finding.call, summary)
             variables.update(finding.facts)
             checked = finding.hint.render_checked(variables)
             hint, rendered = checked.text, checked.facts()
         else:
-            hint = f"[policy] loop {finding.ref.name} {finding.action}: {finding}."
+            hint = None
         metadata: dict[str, Any] = {"layer": finding.kind, "call": summary, **finding.facts,
                                     **finding.metadata, **rendered}
         return Decision(action=finding.action, rule=finding.ref, hint=hint, call_id=finding.call.id,

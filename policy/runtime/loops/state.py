@@ -100,6 +100,9 @@ class ScopeState:
     """Call id → its key, from its turn until its result arrives (at most ``MAX_OPEN_CALLS``)."""
     pending: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Call id → decisions waiting for that call's result (owned by the guard; JSON values only)."""
+    queued: list[dict[str, Any]] = field(default_factory=list)
+    """Warnings waiting for the next model request (``deliver_warnings next_request``; owned by
+    the guard; JSON values only)."""
 
     def to_json(self) -> str:
         r, f, s, o = self.repeat, self.frequency, self.streak, self.oscillation
@@ -122,6 +125,7 @@ class ScopeState:
                                 "warned": o.warned.hex()},
                 "open_calls": self.open_calls,
                 "pending": self.pending,
+                "queued": self.queued,
             },
             ensure_ascii=False,
             separators=(",", ":"),
@@ -166,6 +170,7 @@ class ScopeState:
             ),
             open_calls={str(k): _str(v, "open_calls") for k, v in root.get("open_calls", dict).items()},
             pending={str(k): v for k, v in root.get("pending", dict).items() if isinstance(v, dict)},
+            queued=[v for v in root.data.get("queued") or [] if isinstance(v, dict)],
         )
         repeat, oscillation = state.repeat, state.oscillation
         if (

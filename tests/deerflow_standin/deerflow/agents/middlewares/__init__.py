@@ -1,0 +1,1 @@
+"""Mirrors ``agents/middlewares/``: the middlewares the guard is placed among."""
