@@ -9,6 +9,7 @@ Lark's ``on_error`` recovery lets one run report several of them.
 from __future__ import annotations
 
 import json
+import math
 import re
 import textwrap
 from collections.abc import Callable, Iterator
@@ -39,7 +40,7 @@ MAX_RECOVERIES = 200
 """Syntax errors the parser recovers from before it stops (a bad line can hold thousands)."""
 MAX_DEPTH = 32
 MAX_NUMBER = 2**53
-"""The largest number a policy may write (every integer up to it is exact as a float too)."""
+"""The largest integer a policy may write (every integer up to it is exact as a float too)."""
 _MAX_DIGITS = 16
 
 _TOKEN_WORDS = {
@@ -359,9 +360,9 @@ class _Builder:
         value: int | float
         if any(c in text for c in ".eE"):
             value = float(text)
-            if not abs(value) <= MAX_NUMBER:
+            if not math.isfinite(value):
                 raise _BuildError(_diag("E007", f"`{text}` is too large a number", self.span(token),
-                                        f"numbers are at most {MAX_NUMBER}"))
+                                        "a decimal number is at most about 1.8e308"))
         else:
             value = self.bounded(token, text)
         return _node(ast.Number, {"span": self.span(token), "kind": "number", "value": value, "text": text})
