@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
 
-from policy.hooks.claude_code import DEFAULT_POLICY, HookEventError, answer, file_reader, parse_event
-from policy.language.loader import load_policy
-from policy.model.diagnostics import PolicyError
-from policy.runtime.guard import Guard
-from policy.stores.file import FileStore
-
-_PREFIX = "policyctl hook claude-code"
+from cli.hook_client import DEFAULT_POLICY, run
 
 
 @click.group()
@@ -24,31 +17,17 @@ def hook() -> None:
 @hook.command("claude-code")
 @click.option("--policy", "policy_source", default=DEFAULT_POLICY, show_default=True,
               help="A .policy file or builtin:NAME.")
-def claude_code(policy_source: str) -> None:
-    """Answer one Claude Code hook event (PreToolUse, PostToolUse, PostToolUseFailure,
-    UserPromptSubmit) read as JSON from stdin.
+@click.option("--no-resident", is_flag=True,
+              help="Answer in this process, without the resident process (also: POLICYCTL_HOOK_RESIDENT=0).")
+def claude_code(policy_source: str, no_resident: bool) -> None:
+    """Answer one Claude Code hook event read as JSON from stdin (any event: PreToolUse,
+    PostToolUse, PostToolUseFailure, UserPromptSubmit, SessionEnd and the rest).
 
-    Loop state is kept per session under the user's state folder.  The exit
-    status is always 0: a malformed event or a broken policy is reported on
-    stderr and the agent goes on unguarded.
+    The event is forwarded to the user's resident process, started on first use
+    and stopped when idle; without one it is answered here, with the compiled
+    policy from the user's cache.  Loop state is kept per session under the
+    user's state folder.  The exit status is always 0: a malformed event or a
+    broken policy is reported on stderr and the agent goes on unguarded.
     """
-    text = sys.stdin.buffer.read().decode("utf-8", "replace")
-    try:
-        event = parse_event(text)
-    except HookEventError as err:
-        click.echo(f"{_PREFIX}: malformed event, no decision: {err}", err=True)
-        return
-    try:
-        policy = load_policy(policy_source)
-    except (PolicyError, OSError) as err:
-        message = f"{_PREFIX}: policy {policy_source} cannot be used, the call is not guarded:\n{err}"
-        click.echo(message, err=True)
-        click.echo(json.dumps({"systemMessage": message}))
-        return
-    try:
-        reply = answer(Guard(policy, read_file=file_reader(event.cwd), store=FileStore()), event)
-    except Exception as err:  # the agent is never broken by the guard
-        click.echo(f"{_PREFIX}: internal error, no decision: {type(err).__name__}: {err}", err=True)
-        return
-    if reply is not None:
-        click.echo(json.dumps(reply, ensure_ascii=False))
+    status = run(["--policy", policy_source, *(["--no-resident"] if no_resident else [])])
+    sys.exit(status or 0)

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
+import time
 import tomllib
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -26,12 +30,18 @@ RECORDED_CWD = "/home/user/project"
 
 
 class Hook:
-    """Runs the real command with a private state folder, for events recorded in one project."""
+    """Runs the real command with private state, cache and runtime folders, for events recorded in
+    one project; ``resident`` says whether the resident process may serve them."""
 
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, resident: bool = False) -> None:
         self.project = tmp_path / "project"
         self.project.mkdir()
-        self.env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
+        runtime = tmp_path / "run"
+        runtime.mkdir(mode=0o700)
+        self.runtime = runtime / "policyctl"
+        self.env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"),
+                    "XDG_CACHE_HOME": str(tmp_path / "cache"), "XDG_RUNTIME_DIR": str(runtime),
+                    "POLICYCTL_HOOK_RESIDENT": "1" if resident else "0", "POLICYCTL_HOOK_IDLE": "60"}
 
     def event(self, fixture: str, **changes: Any) -> dict[str, Any]:
         """A recorded event, moved into this project (its cwd and absolute paths)."""
@@ -47,19 +57,53 @@ class Hook:
     def invoke(self, event: dict[str, Any] | str, *args: str) -> subprocess.CompletedProcess[str]:
         """The same command in this process (faster); state still passes only through the files."""
         stdin = event if isinstance(event, str) else json.dumps(event)
-        result = CliRunner().invoke(policyctl, ["hook", "claude-code", *args], input=stdin, env=self.env)
+        result = CliRunner().invoke(policyctl, ["hook", "claude-code", *args], input=stdin,
+                                    env={**self.env, "POLICYCTL_HOOK_RESIDENT": "0"})
         return subprocess.CompletedProcess(args, result.exit_code, result.stdout, result.stderr)
 
     def answer(self, event: dict[str, Any] | str, *args: str, process: bool = False) -> dict[str, Any] | None:
-        """The hook's JSON answer (None when it printed nothing); it must exit 0."""
+        """The hook's JSON answer (None when it printed nothing); it must exit 0 without a traceback."""
         done = (self.run if process else self.invoke)(event, *args)
         assert done.returncode == 0, done.stderr
+        assert "Traceback" not in done.stderr, done.stderr
         return json.loads(done.stdout) if done.stdout.strip() else None
+
+    def resident_pids(self) -> list[int]:
+        """The pids of the resident processes serving this test's sockets."""
+        pids = []
+        for lock in self.runtime.glob("*.sock.lock") if self.runtime.is_dir() else []:
+            text = lock.read_text().strip()
+            if text.isdigit() and _alive(int(text)):
+                pids.append(int(text))
+        return pids
+
+    def stop_residents(self) -> None:
+        for pid in self.resident_pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 @pytest.fixture
-def hook(tmp_path: Path) -> Hook:
-    return Hook(tmp_path)
+def hook(tmp_path: Path) -> Iterator[Hook]:
+    hook = Hook(tmp_path)
+    yield hook
+    hook.stop_residents()
+
+
+@pytest.fixture(params=["fallback", "resident"])
+def any_hook(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Hook]:
+    """The hook answered in its own process, or by the resident process (started on first use)."""
+    hook = Hook(tmp_path, resident=request.param == "resident")
+    yield hook
+    hook.stop_residents()
 
 
 Event = dict[str, Any]
@@ -139,7 +183,8 @@ def test_loop_state_survives_between_hook_processes(hook: Hook) -> None:
     reply = hook.answer(pre, process=True)
     assert reply is not None
     assert reply["continue"] is False
-    assert reply["stopReason"].startswith("policyctl stopped the agent (loop repeat)")
+    assert reply["stopReason"].startswith("policyctl stopped the agent by loop repeat. ")
+    assert reply["stopReason"].endswith(".") and ":\n" not in reply["stopReason"]
     assert reply["hookSpecificOutput"]["permissionDecision"] == "deny"
     assert "[LOOP STOPPED]" in reply["hookSpecificOutput"]["permissionDecisionReason"]
 
@@ -198,7 +243,7 @@ def test_concurrent_hook_processes_on_one_session_lose_no_update(hook: Hook, tmp
     ("{not json", "not JSON"),
     ("[1, 2]", "must be a JSON object"),
     ('{"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {}}', "session_id"),
-    ('{"hook_event_name": "Notification", "session_id": "s"}', "unsupported hook_event_name 'Notification'"),
+    ("[" * 100_000, "nested too deeply"),
     ('{"hook_event_name": "PreToolUse", "session_id": "s", "tool_name": "Bash", "tool_input": "ls"}',
      "tool_input must be a JSON object"),
     ('{"hook_event_name": "PostToolUse", "session_id": "s", "tool_input": {}}', "tool_name"),
@@ -256,7 +301,6 @@ def test_a_recorded_event_reads_as_a_call_in_its_session() -> None:
 
 @pytest.mark.parametrize(("response", "content", "status"), [
     ({"stdout": "out\n", "stderr": "err\n", "interrupted": False}, "out\n\nerr\n", "success"),
-    ({"stdout": "", "stderr": "", "interrupted": True}, "", "error"),
     ([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}], "a\nb", "success"),
     ({"type": "create", "filePath": "/p/x.py"}, '{"filePath": "/p/x.py", "type": "create"}', "success"),
     ("plain", "plain", "success"),
@@ -299,7 +343,7 @@ def readme_blocks(section: str, language: str) -> list[str]:
 def test_the_readme_settings_install_the_real_command_for_every_event(hook: Hook) -> None:
     (snippet,) = readme_blocks("Use with Claude Code", "json")
     hooks = json.loads(snippet)["hooks"]
-    assert set(hooks) == {"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit"}
+    assert set(hooks) == {"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "SessionEnd"}
     entries = [entry for event in hooks.values() for entry in event]
     commands = {h["command"] for entry in entries for h in entry["hooks"] if h["type"] == "command"}
     assert len(commands) == 1
@@ -313,7 +357,397 @@ def test_the_readme_settings_install_the_real_command_for_every_event(hook: Hook
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
 
-    claude_tools = {"Write", "Edit", "MultiEdit", "Bash", "Read"}
+    claude_tools = {"Write", "Edit", "MultiEdit", "NotebookEdit", "Bash", "Read"}
     assert claude_tools <= set(load_policy("builtin:claude-code").tools)
     for matcher in {entry["matcher"] for entry in entries if "matcher" in entry}:
         assert {tool for tool in claude_tools if re.fullmatch(matcher, tool)} == claude_tools
+
+
+def test_the_readme_install_commands_write_the_readme_settings(tmp_path: Path) -> None:
+    (commands,) = readme_blocks("Use with Claude Code", "sh")
+    (snippet,) = readme_blocks("Use with Claude Code", "json")
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"model": "opus", "hooks": {"PreToolUse": [
+        {"matcher": "Bash", "hooks": [{"type": "command", "command": "./audit.sh"}]}]}}))
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+           "HOME": str(tmp_path / "home"), "CLAUDE_CONFIG_DIR": ""}
+
+    def install(line: str) -> dict[str, Any]:
+        words = shlex.split(line.split("#")[0])
+        assert words[:3] == ["policyctl", "install", "claude-code"]
+        done = subprocess.run([sys.executable, "-m", "cli", *words[1:]], capture_output=True, text=True,
+                              cwd=tmp_path, env=env, timeout=120)
+        assert done.returncode == 0, done.stderr
+        target = tmp_path / "home" / ".claude" / "settings.json" if "--user" in words else settings
+        loaded: dict[str, Any] = json.loads(target.read_text())
+        return loaded
+
+    first, user, team, removed = (install(line) for line in commands.strip().splitlines())
+    expected = json.loads(snippet)["hooks"]
+    ours = {event: [g for g in groups if "policyctl" in json.dumps(g)]
+            for event, groups in first["hooks"].items()}
+    assert {event: [{**g, "hooks": [{**h, "command": "policyctl hook claude-code"} for h in g["hooks"]]}
+                    for g in groups] for event, groups in ours.items()} == expected
+    assert first["model"] == "opus" and first["hooks"]["PreToolUse"][0]["hooks"][0]["command"] == "./audit.sh"
+    assert set(user["hooks"]) == set(expected)
+    assert all('--policy "$CLAUDE_PROJECT_DIR/.claude/team.policy"' in g["hooks"][0]["command"]
+               for groups in team["hooks"].values() for g in groups if "policyctl" in json.dumps(g))
+    assert removed == {"model": "opus", "hooks": {"PreToolUse": [
+        {"matcher": "Bash", "hooks": [{"type": "command", "command": "./audit.sh"}]}]}}
+    assert (settings.parent / "settings.json.bak").exists()
+
+
+def test_install_is_idempotent_and_refuses_broken_settings(tmp_path: Path) -> None:
+    settings = tmp_path / ".claude" / "settings.json"
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "cli", "install", "claude-code", *args],
+                              capture_output=True, text=True, cwd=tmp_path, timeout=120)
+
+    assert run().returncode == 0
+    once = settings.read_text()
+    done = run()
+    assert done.returncode == 0 and "unchanged" in done.stdout
+    assert settings.read_text() == once
+
+    settings.write_text("{not json")
+    done = run()
+    assert done.returncode == 1 and "not valid JSON" in done.stderr and "nothing was changed" in done.stderr
+    assert settings.read_text() == "{not json"
+
+
+# --- the current protocol (issue cases 1-10), through the real command --------------------------
+
+
+def failure(hook: Hook, number: int, command: str, error: str, **changes: Any) -> tuple[Event, Event]:
+    """PreToolUse and PostToolUseFailure events of one failed Bash call."""
+    common = {"tool_use_id": f"toolu_{number:04d}", "tool_input": {"command": command}, **changes}
+    post = hook.event("post_bash_failure_module_not_found", error=error, **common)
+    return hook.event("pre_bash", **common), post
+
+
+def test_an_interrupted_call_is_not_a_failure(any_hook: Hook) -> None:
+    for number in range(6):
+        pre, post = failure(any_hook, number, f"sleep {100 + number}", "Interrupted by user",
+                            is_interrupt=True)
+        assert any_hook.answer(pre, process=True) is None
+        assert any_hook.answer(post, process=True) is None
+    pre, post = failure(any_hook, 7, "rg TODO", "Exit code 127\nbash: rg: command not found")
+    assert any_hook.answer(pre, process=True) is None
+    reply = any_hook.answer(post, process=True)
+    assert reply is not None and "continue" not in reply  # the six interrupts did not count
+    assert "`rg`" in reply["hookSpecificOutput"]["additionalContext"]
+
+
+def test_an_interrupted_bash_result_is_not_counted(hook: Hook) -> None:
+    for number in range(1, 7):
+        pre, post = bash_pair(hook, number, command=f"sleep {100 + number}")
+        post["tool_response"] = {"stdout": "", "stderr": "Interrupted", "interrupted": True}
+        assert hook.answer(pre) is None
+        assert hook.answer(post) is None
+    pre, post = failure(hook, 7, "rg TODO", "Exit code 127\nbash: rg: command not found")
+    hook.answer(pre)
+    reply = hook.answer(post)
+    assert reply is not None and "continue" not in reply
+
+
+def test_each_prompt_id_is_a_new_loop_budget(hook: Hook) -> None:
+    for number in range(1, 5):
+        pre, post = bash_pair(hook, number)
+        hook.answer({**pre, "prompt_id": "prompt-1"})
+        hook.answer({**post, "prompt_id": "prompt-1"})
+    pre, _ = bash_pair(hook, 5)
+    stopped = hook.answer({**pre, "prompt_id": "prompt-1"})
+    assert stopped is not None and stopped["continue"] is False
+
+    pre, _ = bash_pair(hook, 6)
+    assert hook.answer({**pre, "prompt_id": "prompt-2"}) is None  # no UserPromptSubmit hook needed
+
+
+def test_a_subagent_has_its_own_loop_budget(hook: Hook) -> None:
+    for number in range(1, 5):
+        pre, post = bash_pair(hook, number)
+        hook.answer(pre)
+        hook.answer(post)
+    pre, _ = bash_pair(hook, 5)
+    subagent = {**pre, "agent_id": "a4d2c8f1e0b3a297", "agent_type": "Explore"}
+    assert hook.answer(subagent) is None
+    stopped = hook.answer(pre)
+    assert stopped is not None and stopped["continue"] is False
+
+
+def test_deeply_nested_input_never_crashes_the_hook(any_hook: Hook) -> None:
+    done = any_hook.run("[" * 200_000 + "]" * 200_000)
+    assert (done.returncode, done.stdout) == (0, "")
+    assert "nested too deeply" in done.stderr and "Traceback" not in done.stderr
+
+    nested: Any = "x"
+    for _ in range(900):
+        nested = [nested]
+    event = {**any_hook.event("pre_bash"), "tool_input": {"command": "ls", "deep": nested}}
+    done = any_hook.run(json.dumps(event))
+    assert done.returncode == 0 and "Traceback" not in done.stderr
+    if done.stdout.strip():  # whatever part of the guard could not cope says so, to the user too
+        assert "systemMessage" in json.loads(done.stdout)
+
+
+def test_a_lone_surrogate_does_not_switch_the_gate_off(any_hook: Hook) -> None:
+    event = any_hook.event("pre_write_broken_python")
+    event["tool_input"]["content"] = "# \ud800\n" + event["tool_input"]["content"]
+    text = json.dumps(event)  # ASCII JSON: the surrogate travels as the escape \\ud800
+    assert "\\ud800" in text
+
+    reply = any_hook.answer(text, process=True)
+
+    assert reply is not None
+    assert reply["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+def test_a_guard_fault_is_reported_to_the_user(hook: Hook, tmp_path: Path) -> None:
+    state = tmp_path / "state" / "policyctl"
+    state.mkdir(parents=True)
+    (state / "sessions").write_text("not a folder")  # the file store cannot work
+
+    done = hook.run(hook.event("pre_write_valid_python"))
+
+    assert done.returncode == 0 and "Traceback" not in done.stderr
+    assert "not guarded" in json.loads(done.stdout)["systemMessage"]
+    assert "policyctl hook claude-code" in done.stderr
+
+
+@pytest.mark.parametrize("event_name", ["Stop", "SubagentStop", "SessionStart", "PreCompact", "Notification",
+                                        "PermissionRequest", "PostToolBatch", "SomeEventFromTheFuture"])
+def test_every_other_event_is_accepted_and_answered_with_nothing(hook: Hook, event_name: str) -> None:
+    event = {"session_id": "s1", "transcript_path": "/t.jsonl", "cwd": str(hook.project),
+             "hook_event_name": event_name, "tool_name": "Bash", "tool_input": {"command": "ls"}}
+
+    done = hook.run(event)
+
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+
+
+def test_session_end_forgets_the_session(hook: Hook) -> None:
+    for number in range(1, 5):
+        pre, post = bash_pair(hook, number)
+        hook.answer(pre)
+        hook.answer(post)
+    hook.answer({**hook.event("user_prompt_submit"), "hook_event_name": "SessionEnd", "reason": "exit"})
+    pre, _ = bash_pair(hook, 5)
+    assert hook.answer(pre) is None
+
+
+@pytest.mark.parametrize("message", [
+    "Exit code 127\nbash: rg: command not found",
+    "Exit code 127\n/bin/bash: line 1: rg: command not found",
+    "Exit code 127\nzsh: command not found: rg",
+    "Exit code 127\n(eval):1: command not found: rg",
+    "Exit code 127\nsh: 1: rg: not found",
+    "Exit code 127\n/bin/sh: 1: rg: not found",
+])
+def test_every_shell_says_command_not_found_its_own_way(hook: Hook, message: str) -> None:
+    pre, post = failure(hook, 1, "rg TODO", message)
+    hook.answer(pre)
+
+    reply = hook.answer(post)
+
+    assert reply is not None
+    assert "`rg`" in reply["hookSpecificOutput"]["additionalContext"]
+
+
+IMPERATIVE = re.compile(r"(?m)(^|\. )(Do not|Don't|Tell the user|Fix|Check|Install|Use|Stop|Make) ")
+
+
+def test_context_text_states_facts(hook: Hook) -> None:
+    pre, post = failure(hook, 1, "rg TODO", "Exit code 127\nzsh: command not found: rg")
+    hook.answer(pre)
+    hint = hook.answer(post)
+    denied = hook.answer(hook.event("pre_write_broken_python"))
+    replies = []
+    for number in range(1, 6):
+        pre, post = bash_pair(hook, number)
+        replies += [hook.answer(pre), hook.answer(post)]
+
+    texts = [hint["hookSpecificOutput"]["additionalContext"] if hint else "",
+             denied["hookSpecificOutput"]["permissionDecisionReason"] if denied else ""]
+    texts += [r["hookSpecificOutput"].get("additionalContext") or r["hookSpecificOutput"].get(
+        "permissionDecisionReason", "") for r in replies if r is not None]
+    assert len(texts) >= 4
+    for text in texts:
+        assert not IMPERATIVE.search(text), text
+    stop = next(r for r in replies if r is not None and r.get("continue") is False)
+    assert re.fullmatch(r"policyctl stopped the agent by loop repeat\. [^\n]+[.]", stop["stopReason"])
+
+
+# --- the resident process ---------------------------------------------------------------------------
+
+
+def replies_of(hook: Hook, events: list[Event], *args: str) -> list[str]:
+    outputs = []
+    for event in events:
+        done = hook.run(event, *args)
+        assert done.returncode == 0, done.stderr
+        outputs.append(done.stdout)
+    return outputs
+
+
+def session_events(hook: Hook) -> list[Event]:
+    events = [hook.event("pre_write_broken_python"), hook.event("pre_write_valid_python"),
+              *failure(hook, 90, "rg TODO", "Exit code 127\nbash: rg: command not found")]
+    for number in range(1, 6):
+        events += bash_pair(hook, number)
+    return events
+
+
+def test_the_resident_process_and_the_fallback_give_the_same_answers(tmp_path: Path) -> None:
+    (tmp_path / "r").mkdir()
+    (tmp_path / "f").mkdir()
+    resident, fallback = Hook(tmp_path / "r", resident=True), Hook(tmp_path / "f")
+    try:
+        answers = replies_of(resident, session_events(resident))
+        assert resident.resident_pids(), "the first event starts the resident process"
+        expected = replies_of(fallback, session_events(fallback))
+        assert [a.replace(str(resident.project), "P") for a in answers] == [
+            e.replace(str(fallback.project), "P") for e in expected]
+        assert any(answers) and not fallback.resident_pids()
+    finally:
+        resident.stop_residents()
+
+
+def wait_for_resident(hook: Hook) -> int:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        pids = hook.resident_pids()
+        if pids and any(hook.runtime.glob("*.sock")):
+            return pids[0]
+        time.sleep(0.05)
+    raise AssertionError("no resident process started")
+
+
+def test_a_killed_resident_process_loses_no_event(tmp_path: Path) -> None:
+    hook = Hook(tmp_path, resident=True)
+    try:
+        assert hook.answer(hook.event("pre_bash"), process=True) is None
+        pid = wait_for_resident(hook)
+        os.kill(pid, signal.SIGKILL)
+        while _alive(pid):
+            time.sleep(0.01)
+
+        reply = hook.answer(hook.event("pre_write_broken_python"), process=True)
+
+        assert reply is not None and reply["hookSpecificOutput"]["permissionDecision"] == "deny"
+        assert wait_for_resident(hook) != pid  # the stale socket was replaced by a new process
+        again = hook.answer(hook.event("pre_write_broken_python"), process=True)
+        assert again == reply
+    finally:
+        hook.stop_residents()
+
+
+@pytest.mark.parametrize("resident", [False, True], ids=["fallback", "resident"])
+def test_a_policy_edited_between_two_events_is_used_at_once(tmp_path: Path, resident: bool) -> None:
+    hook = Hook(tmp_path, resident=resident)
+    policy = tmp_path / "team.policy"
+    policy.write_text('extends "builtin:claude-code"\n')
+    try:
+        assert hook.answer(hook.event("pre_write_broken_python"), "--policy", str(policy),
+                           process=True) is not None
+        if resident:
+            wait_for_resident(hook)
+            assert hook.answer(hook.event("pre_write_broken_python"), "--policy", str(policy),
+                               process=True) is not None
+        policy.write_text('extends "builtin:claude-code"\ndisable gate python\n')
+
+        assert hook.answer(hook.event("pre_write_broken_python"), "--policy", str(policy),
+                           process=True) is None
+    finally:
+        hook.stop_residents()
+
+
+def test_concurrent_events_through_the_resident_process_lose_no_count(tmp_path: Path) -> None:
+    hook = Hook(tmp_path, resident=True)
+    policy = tmp_path / "budget.policy"
+    policy.write_text(CONCURRENCY_POLICY)
+    try:
+        hook.answer(hook.event("user_prompt_submit"), "--policy", str(policy), process=True)
+        wait_for_resident(hook)
+        events = [hook.event("pre_bash", tool_use_id=f"toolu_{n:04d}", tool_input={"command": f"echo {n}"})
+                  for n in range(12)]
+        with ThreadPoolExecutor(max_workers=12) as pool:
+            replies = list(pool.map(lambda event: hook.answer(event, "--policy", str(policy), process=True),
+                                    events))
+        stops = [r for r in replies if r is not None]
+        assert len(stops) == 1, replies
+        assert stops[0]["hookSpecificOutput"]["permissionDecisionReason"] == "Bash called 12 times."
+    finally:
+        hook.stop_residents()
+
+
+def test_the_compiled_policy_cache_is_private_and_verified(hook: Hook, tmp_path: Path) -> None:
+    assert hook.answer(hook.event("pre_write_broken_python"), process=True) is not None
+    folder = tmp_path / "cache" / "policyctl" / "compiled"
+    (entry,) = folder.glob("*.pickle")
+    assert folder.stat().st_mode & 0o777 == 0o700 and entry.stat().st_mode & 0o777 == 0o600
+
+    entry.write_bytes(entry.read_bytes()[:-1] + b"!")  # tampered: the HMAC no longer matches
+    assert hook.answer(hook.event("pre_write_broken_python"), process=True) is not None
+
+    folder.chmod(0o777)  # a folder others can write is not read from
+    reply = hook.answer(hook.event("pre_write_broken_python"), process=True)
+    assert reply is not None and reply["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+NOTEBOOK = {"cells": [{"cell_type": "markdown", "id": "intro", "metadata": {}, "source": ["# Analysis\n"]},
+                      {"cell_type": "code", "id": "load", "metadata": {}, "execution_count": None,
+                       "outputs": [], "source": ["import json\n", "data = json.loads('{}')\n"]}],
+            "metadata": {"kernelspec": {"name": "python3", "language": "python"},
+                         "language_info": {"name": "python", "file_extension": ".py"}},
+            "nbformat": 4, "nbformat_minor": 5}
+
+
+def notebook_edit(hook: Hook, **tool_input: Any) -> Event:
+    return {**hook.event("pre_write_valid_python"), "tool_name": "NotebookEdit",
+            "tool_input": {"notebook_path": str(hook.project / "analysis.ipynb"), **tool_input}}
+
+
+def test_a_notebook_edit_that_breaks_a_python_cell_is_denied(hook: Hook) -> None:
+    (hook.project / "analysis.ipynb").write_text(json.dumps(NOTEBOOK))
+
+    reply = hook.answer(notebook_edit(hook, cell_id="load", new_source="data = json.loads('{}'\n"),
+                        process=True)
+
+    assert reply is not None
+    reason = reply["hookSpecificOutput"]["permissionDecisionReason"]
+    assert reply["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert "analysis.ipynb (cell load)" in reason and "Python" in reason
+    assert json.loads((hook.project / "analysis.ipynb").read_text()) == NOTEBOOK  # untouched, still JSON
+
+
+@pytest.mark.parametrize("tool_input", [
+    {"cell_id": "load", "new_source": "%matplotlib inline\n!pip install pandas\nimport pandas\n"},
+    {"cell_id": "intro", "new_source": "# Analysis (\n", "cell_type": "markdown"},
+    {"cell_id": "load", "new_source": "", "edit_mode": "delete"},
+    {"cell_id": "load", "new_source": "%%bash\necho (\n", "edit_mode": "insert", "cell_type": "code"},
+])
+def test_notebook_edits_that_keep_the_code_valid_are_allowed(hook: Hook, tool_input: dict[str, Any]) -> None:
+    (hook.project / "analysis.ipynb").write_text(json.dumps(NOTEBOOK))
+
+    assert hook.answer(notebook_edit(hook, **tool_input)) is None
+
+
+def test_a_notebook_of_another_language_is_not_checked_as_python(hook: Hook) -> None:
+    notebook = {**NOTEBOOK, "metadata": {"language_info": {"name": "R", "file_extension": ".r"}}}
+    (hook.project / "analysis.ipynb").write_text(json.dumps(notebook))
+
+    assert hook.answer(notebook_edit(hook, cell_id="load", new_source="x <- c(1, 2\n")) is None
+
+
+def test_a_multiedit_that_breaks_the_file_is_denied(hook: Hook) -> None:
+    (hook.project / "app.py").write_text("x = 1\ny = 2\n")
+    event = {**hook.event("pre_write_valid_python"), "tool_name": "MultiEdit",
+             "tool_input": {"file_path": str(hook.project / "app.py"),
+                            "edits": [{"old_string": "x = 1", "new_string": "x = 10"},
+                                      {"old_string": "y = 2", "new_string": "y = (2"}]}}
+
+    reply = hook.answer(event)
+
+    assert reply is not None and reply["hookSpecificOutput"]["permissionDecision"] == "deny"

@@ -1,6 +1,6 @@
 """The Claude Code command-hook protocol: one event in (JSON on stdin), one answer out.
 
-Events and what they do:
+Events and what they do (Claude Code's hooks reference lists the fields):
 
 - ``PreToolUse``: the call is a turn of one (loop layers), then the write
   gates.  A block answers ``permissionDecision: "deny"`` with the hint as the
@@ -9,12 +9,19 @@ Events and what they do:
   rules still apply.
 - ``PostToolUse`` / ``PostToolUseFailure``: the result (signatures, error
   streaks, oscillation, and any warning the turn left pending) comes back as
-  ``additionalContext``; a stop also ends the turn.
+  ``additionalContext``; a stop also ends the turn.  A call the user
+  interrupted (``is_interrupt``, or Bash's ``interrupted``) is no failure and
+  is not counted.
 - ``UserPromptSubmit``: a new user prompt starts a new run, so the session's
-  loop budget starts afresh.
+  loop budget starts afresh.  When events carry ``prompt_id``, each prompt is
+  its own run anyway.
+- ``SessionEnd``: the session's state is dropped.
+- Every other event (``Stop``, ``SessionStart``, ``Notification``… and any
+  new one) is accepted and answered with nothing.
 
-One Claude Code session is one thread whose state lives in a ``Store`` that
-outlives the hook process (``policy.stores.file.FileStore``).
+One Claude Code session is one thread; each subagent (``agent_id``) is a
+thread of its own, so it has its own loop budget.  State lives in a ``Store``
+that outlives the hook process (``policy.stores.file.FileStore``).
 """
 
 from __future__ import annotations
@@ -34,9 +41,10 @@ from policy.runtime.guard import Guard
 
 DEFAULT_POLICY = "builtin:claude-code"
 SESSION_RUN = "session"
-"""The run id of a session's scope: the session's current user prompt."""
+"""The run id of a session's scope when events carry no ``prompt_id``: the session's current prompt."""
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
-EVENTS = (*TOOL_EVENTS, "UserPromptSubmit")
+INTERNAL_ERROR = "internal_error"
+"""The decision metadata key of a guard fault (``policy.runtime.guard``)."""
 
 
 class HookEventError(ValueError):
@@ -45,70 +53,93 @@ class HookEventError(ValueError):
 
 @dataclass(frozen=True)
 class HookEvent:
-    """One event, checked.  ``call`` is None for ``UserPromptSubmit``; ``result`` is set after a tool ran."""
+    """One event, checked.  ``call`` is set for tool events; ``result`` once the tool ran."""
 
     name: str
     session_id: str
     cwd: Path
+    prompt_id: str | None = None
+    agent_id: str | None = None
     call: ToolCall | None = None
     result: ToolResult | None = None
+    interrupted: bool = False
+    """The user interrupted the tool: the result is neither a success nor a failure."""
+
+    @property
+    def thread_id(self) -> str:
+        """The session's thread, or the subagent's own thread inside it."""
+        return self.session_id if self.agent_id is None else f"{self.session_id}.agent-{self.agent_id}"
 
     @property
     def scope(self) -> Scope:
-        return Scope(thread_id=self.session_id, run_id=SESSION_RUN)
+        return Scope(thread_id=self.thread_id, run_id=self.prompt_id or SESSION_RUN)
 
 
 def parse_event(text: str) -> HookEvent:
     """Read one event; raise ``HookEventError`` naming the first problem."""
     try:
         data = json.loads(text)
-    except ValueError as err:
-        raise HookEventError(f"the event is not JSON ({err})") from None
-    except RecursionError:
-        raise HookEventError("the event nests lists or objects too deeply to read") from None
+    except (ValueError, RecursionError) as err:
+        reason = "it is nested too deeply" if isinstance(err, RecursionError) else str(err)
+        raise HookEventError(f"the event is not JSON ({reason})") from None
     if not isinstance(data, dict):
         raise HookEventError("the event must be a JSON object")
     name = _text(data, "hook_event_name")
-    if name not in EVENTS:
-        raise HookEventError(f"unsupported hook_event_name {name!r} (expected one of {', '.join(EVENTS)})")
     session_id = _text(data, "session_id")
     cwd = Path(data["cwd"]) if isinstance(data.get("cwd"), str) and data["cwd"] else Path.cwd()
+    common: dict[str, Any] = {"name": name, "session_id": session_id, "cwd": cwd,
+                              "prompt_id": _optional_text(data, "prompt_id"),
+                              "agent_id": _optional_text(data, "agent_id")}
     if name not in TOOL_EVENTS:
-        return HookEvent(name=name, session_id=session_id, cwd=cwd)
+        return HookEvent(**common)
     tool_name = _text(data, "tool_name")
     tool_input = data.get("tool_input", {})
     if not isinstance(tool_input, dict):
         raise HookEventError("tool_input must be a JSON object")
     call = ToolCall(id=_call_id(data, tool_name, tool_input), name=tool_name, args=tool_input)
-    result = None
+    result, interrupted = None, False
     if name == "PostToolUse":
-        result = _response_result(data.get("tool_response"))
+        result, interrupted = _response_result(data.get("tool_response"))
     elif name == "PostToolUseFailure":
         error = data.get("error")
         result = ToolResult(content=error if isinstance(error, str) else _as_text(error), status="error")
-    return HookEvent(name=name, session_id=session_id, cwd=cwd, call=call, result=result)
+        interrupted = data.get("is_interrupt") is True
+    return HookEvent(**common, call=call, result=result, interrupted=interrupted)
 
 
 def answer(guard: Guard, event: HookEvent) -> dict[str, Any] | None:
     """The JSON answer to print for ``event``; None when the hook has nothing to say."""
     if event.call is None:
-        guard.reset(event.session_id)
+        if event.name in ("UserPromptSubmit", "SessionEnd"):
+            guard.reset(event.thread_id)
+        return None
+    if event.interrupted:
         return None
     if event.result is None:
         turn = guard.on_turn([event.call], event.scope)
         decision = turn if turn.action == "stop" else guard.on_call(event.call, event.scope)
+        reply = _fault_reply(decision, event)
         if decision.action not in ("block", "stop"):
-            return None
-        reply = _specific(event.name, permissionDecision="deny",
-                          permissionDecisionReason=decision_text(decision))
+            return reply or None
+        reply.update(_specific(event.name, permissionDecision="deny",
+                               permissionDecisionReason=decision_text(decision)))
     else:
         decision = guard.on_result(event.call, event.result, event.scope)
+        reply = _fault_reply(decision, event)
         if decision.action == "allow":
-            return None
-        reply = _specific(event.name, additionalContext=decision_text(decision))
+            return reply or None
+        reply.update(_specific(event.name, additionalContext=decision_text(decision)))
     if decision.action == "stop":
-        reply.update({"continue": False, "stopReason": _stop_summary(decision)})
-    return reply
+        reply.update({"continue": False, "stopReason": stop_summary(decision)})
+    return reply or None
+
+
+def fault_message(decision: Decision) -> str | None:
+    """What to tell the user when a guard fault decided ``decision`` (None: no fault)."""
+    fault = decision.metadata.get(INTERNAL_ERROR)
+    if fault is None:
+        return None
+    return f"policyctl could not check this call ({fault}); it was not guarded."
 
 
 def file_reader(cwd: Path) -> Callable[[str], str | None]:
@@ -120,15 +151,29 @@ def file_reader(cwd: Path) -> Callable[[str], str | None]:
     return read
 
 
+def stop_summary(decision: Decision) -> str:
+    """``stopReason``, shown to the user: one whole sentence saying who stopped the agent and why."""
+    first_line = next((line.strip() for line in decision_text(decision).splitlines() if line.strip()), "")
+    if first_line.startswith("["):
+        first_line = first_line.partition("]")[2].strip()
+    sentence = first_line.rstrip(" :;,")
+    if sentence and sentence[-1] not in ".!?":
+        sentence += "."
+    rule = f" by {decision.rule}" if decision.rule else ""
+    lead = f"policyctl stopped the agent{rule}."
+    return f"{lead} {sentence}" if sentence else lead
+
+
+def _fault_reply(decision: Decision, event: HookEvent) -> dict[str, Any]:
+    message = fault_message(decision)
+    if message is None:
+        return {}
+    tool = f" {event.call.name}" if event.call is not None else ""
+    return {"systemMessage": f"{event.name}{tool}: {message}"}
+
+
 def _specific(event_name: str, **fields: str) -> dict[str, Any]:
     return {"hookSpecificOutput": {"hookEventName": event_name, **fields}}
-
-
-def _stop_summary(decision: Decision) -> str:
-    """``stopReason``: shown to the user, one line."""
-    first_line = next((line.strip() for line in decision_text(decision).splitlines() if line.strip()), "")
-    rule = f" ({decision.rule})" if decision.rule else ""
-    return f"policyctl stopped the agent{rule}: {first_line}"
 
 
 def _text(data: Mapping[str, Any], key: str) -> str:
@@ -138,23 +183,29 @@ def _text(data: Mapping[str, Any], key: str) -> str:
     return value
 
 
+def _optional_text(data: Mapping[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    return value if isinstance(value, str) and value else None
+
+
 def _call_id(data: Mapping[str, Any], tool_name: str, tool_input: dict[str, Any]) -> str:
     """``tool_use_id``; without one, an id derived from the call so its Pre and Post events agree."""
     value = data.get("tool_use_id")
     if isinstance(value, str) and value:
         return value
-    digest = hashlib.sha256(json.dumps([tool_name, tool_input], sort_keys=True, default=str).encode())
+    text = json.dumps([tool_name, tool_input], sort_keys=True, default=str)
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass"))
     return f"call-{digest.hexdigest()[:16]}"
 
 
-def _response_result(response: Any) -> ToolResult:
-    """A tool's ``tool_response`` as the result the policy reads (Bash: its stdout and stderr)."""
+def _response_result(response: Any) -> tuple[ToolResult, bool]:
+    """A tool's ``tool_response`` as the result the policy reads (Bash: its stdout and stderr),
+    and whether the user interrupted it."""
     if isinstance(response, dict) and ("stdout" in response or "stderr" in response):
         parts = [response.get("stdout"), response.get("stderr")]
         content = "\n".join(part for part in parts if isinstance(part, str) and part)
-        interrupted = response.get("interrupted") is True
-        return ToolResult(content=content, status="error" if interrupted else "success")
-    return ToolResult(content=_as_text(response))
+        return ToolResult(content=content), response.get("interrupted") is True
+    return ToolResult(content=_as_text(response)), False
 
 
 def _as_text(value: Any) -> str:

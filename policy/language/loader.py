@@ -18,7 +18,7 @@ from typing import Any
 
 from policy.language.collector import Report
 from policy.language.compiler import compile_policy
-from policy.language.compose import compose
+from policy.language.compose import Composition, compose
 from policy.language.gc_pause import collector_paused
 from policy.model.compiled import CompiledPolicy
 from policy.model.diagnostics import Diagnostic, PolicyError, Severity, has_errors, sort_diagnostics
@@ -52,6 +52,24 @@ def check_policy(target: str | PathLike[str], *, confine: bool = True) -> CheckR
     ``confine=False`` lets ``extends`` and ``hint … file`` name files outside the
     folder tree of the file that names them.
     """
+    return _check(target, confine)[0]
+
+
+def load_policy(target: str | PathLike[str]) -> CompiledPolicy:
+    """The compiled policy ``target`` names; raises ``PolicyError`` with every diagnostic on errors."""
+    return load_policy_and_files(target)[0]
+
+
+def load_policy_and_files(target: str | PathLike[str]) -> tuple[CompiledPolicy, dict[str, str]]:
+    """``load_policy``, and the text of every file it was built from (policy files and hint
+    templates, by path): what a cache of the compiled policy must be keyed by."""
+    result, composition = _check(target, True)
+    if result.policy is None:
+        raise PolicyError(result.diagnostics)
+    return result.policy, dict(composition.texts)
+
+
+def _check(target: str | PathLike[str], confine: bool) -> tuple[CheckResult, Composition]:
     report = Report()
     with collector_paused():
         composition = compose(str(target), report, confine=confine)
@@ -59,12 +77,5 @@ def check_policy(target: str | PathLike[str], *, confine: bool = True) -> CheckR
     diagnostics = [
         d for d in report.diagnostics if d.severity is Severity.ERROR or d.span.file == composition.root
     ]
-    return CheckResult(policy, sort_diagnostics(diagnostics), MappingProxyType(composition.texts))
-
-
-def load_policy(target: str | PathLike[str]) -> CompiledPolicy:
-    """The compiled policy ``target`` names; raises ``PolicyError`` with every diagnostic on errors."""
-    result = check_policy(target)
-    if result.policy is None:
-        raise PolicyError(result.diagnostics)
-    return result.policy
+    result = CheckResult(policy, sort_diagnostics(diagnostics), MappingProxyType(composition.texts))
+    return result, composition

@@ -17,28 +17,33 @@ from policy.model.diagnostics import Span
 from policy.model.hint_template import HintTemplate
 from policy.model.re2_spans import FindSpans, Spans, group_text, iter_spans, spans_finder
 
-ToolRole = Literal["write", "edit", "multiedit", "read", "run", "other"]
+ToolRole = Literal["write", "edit", "multiedit", "notebookedit", "read", "run", "other"]
 ROLE_FIELDS: dict[str, tuple[str, ...]] = {
     "write": ("path", "content", "append"),
     "edit": ("path", "old", "new", "all"),
     "multiedit": ("path", "edits", "old", "new", "all"),
+    "notebookedit": ("path", "source", "cell", "type", "mode"),
     "read": ("path", "start", "end", "limit"),
     "run": ("command",),
 }
 """For each role, the fields a ``tool`` mapping may bind to argument names.
 
 ``multiedit``: ``edits`` names the list argument; ``old``/``new``/``all`` name
-the keys inside each of its items.  ``read``: ``limit`` is a line count from
+the keys inside each of its items.  ``notebookedit``: a Jupyter notebook's
+cell (``cell``: its id) gets ``source``; ``type`` is ``code`` or
+``markdown``, ``mode`` is ``replace``, ``insert`` or ``delete``
+(Claude Code's ``NotebookEdit``).  ``read``: ``limit`` is a line count from
 ``start`` (Claude Code's ``Read(offset, limit)``), an alternative to ``end``.
 """
 
-WRITING_ROLES: frozenset[str] = frozenset({"write", "edit", "multiedit"})
+WRITING_ROLES: frozenset[str] = frozenset({"write", "edit", "multiedit", "notebookedit"})
 """Roles whose calls change a file (write gates apply to them)."""
 
 ROLE_STATEMENTS: dict[str, ToolRole] = {
     "writes": "write",
     "edits": "edit",
     "multiedits": "multiedit",
+    "notebookedits": "notebookedit",
     "reads": "read",
     "runs": "run",
 }

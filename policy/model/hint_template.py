@@ -13,13 +13,14 @@ import posixpath
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 from functools import cache, cached_property
-from typing import Any, NamedTuple
-
-from jinja2 import Environment, StrictUndefined, Template, meta
-from jinja2.runtime import Context
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from policy.model.diagnostics import Span
-from policy.model.hint_sandbox import BoundedEnvironment, bounded_concat, bounded_filter, bounded_range
+
+if TYPE_CHECKING:  # Jinja2 itself is imported when the first template is parsed or rendered
+    from jinja2 import Template
+
+    from policy.model.hint_sandbox import BoundedEnvironment
 
 log = logging.getLogger("policy.hints")
 
@@ -94,28 +95,13 @@ def basename(path: Any) -> str:
     return posixpath.basename(str(path).replace("\\", "/"))
 
 
-class _HintContext(Context):
-    """Jinja2's template context, made without listing the template's globals.
-
-    ``Context`` records their names (``globals_keys``) for templates that
-    import or export variables, which hint templates never do; listing them
-    is a fifth of the cost of rendering a short hint.
-    """
-
-    def __init__(
-        self,
-        environment: Environment,
-        parent: dict[str, Any],
-        name: str | None,
-        blocks: dict[str, Callable[[Context], Iterator[str]]],
-        globals: MutableMapping[str, Any] | None = None,
-    ) -> None:
-        super().__init__(environment, parent, name, blocks)
-
-
 @cache
 def environment() -> BoundedEnvironment:
     """The one environment every hint template is compiled in."""
+    from jinja2 import StrictUndefined
+
+    from policy.model.hint_sandbox import BoundedEnvironment, bounded_filter, bounded_range
+
     env = BoundedEnvironment(
         undefined=StrictUndefined,
         autoescape=False,
@@ -123,7 +109,7 @@ def environment() -> BoundedEnvironment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.context_class = _HintContext
+    env.context_class = _hint_context_class()
     env.filters.update(
         basename=basename,
         truncate_middle=truncate_middle,
@@ -135,8 +121,34 @@ def environment() -> BoundedEnvironment:
     return env
 
 
+def _hint_context_class() -> type[Any]:
+    """Jinja2's template context, made without listing the template's globals.
+
+    ``Context`` records their names (``globals_keys``) for templates that
+    import or export variables, which hint templates never do; listing them
+    is a fifth of the cost of rendering a short hint.
+    """
+    from jinja2 import Environment
+    from jinja2.runtime import Context
+
+    class _HintContext(Context):
+        def __init__(
+            self,
+            environment: Environment,
+            parent: dict[str, Any],
+            name: str | None,
+            blocks: dict[str, Callable[[Context], Iterator[str]]],
+            globals: MutableMapping[str, Any] | None = None,
+        ) -> None:
+            super().__init__(environment, parent, name, blocks)
+
+    return _HintContext
+
+
 def template_variables(source: str) -> frozenset[str]:
     """Top-level names a template reads (it must parse; see ``environment().parse``)."""
+    from jinja2 import meta
+
     env = environment()
     return frozenset(meta.find_undeclared_variables(env.parse(source)))
 
@@ -185,6 +197,8 @@ class HintTemplate:
                 except KeyError:  # a global, or a name nothing provides (StrictUndefined reports it)
                     continue
                 context[name] = value
+            from policy.model.hint_sandbox import bounded_concat
+
             text = bounded_concat(template.root_render_func(template.new_context(context, shared=True)))
             return RenderedHint(text.strip("\n"))
         except Exception as err:  # a hint must never break the agent

@@ -23,13 +23,11 @@ event loop; the ``a*`` twins run the work in a thread for stores that do I/O
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
-from policy.language.loader import load_policy
 from policy.model.compiled import WRITING_ROLES, CompiledPolicy
 from policy.model.decision import ALLOW, SEVERITY, Decision, RuleRef
 from policy.model.events import Scope, ToolCall, ToolResult
@@ -42,6 +40,7 @@ from policy.runtime.signatures import diagnose, hint_decision
 from policy.stores.memory import MemoryStore, Store
 
 log = logging.getLogger("policy.guard")
+_T = TypeVar("_T")
 
 ReadFile = Callable[[str], "str | None"]
 
@@ -62,7 +61,11 @@ class Guard:
         read_file: ReadFile | None = None,
         store: Store | None = None,
     ) -> None:
-        self.policy = policy if isinstance(policy, CompiledPolicy) else load_policy(policy)
+        if not isinstance(policy, CompiledPolicy):
+            from policy.language.loader import load_policy  # the language stack, only when asked to compile
+
+            policy = load_policy(policy)
+        self.policy = policy
         limit = self.policy.max_check_bytes
         self.read_file: ReadFile = read_file or (lambda path: read_local_file(path, limit))
         self.store: Store = store if store is not None else MemoryStore(self.policy.max_scopes)
@@ -133,22 +136,22 @@ class Guard:
             log.exception("policy %s: could not reset thread %s", self.policy.name, thread_id)
 
     async def aon_turn(self, calls: Sequence[ToolCall], scope: Scope) -> Decision:
-        return await asyncio.to_thread(self.on_turn, calls, scope)
+        return await _to_thread(self.on_turn, calls, scope)
 
     async def aon_call(self, call: ToolCall, scope: Scope) -> Decision:
-        return await asyncio.to_thread(self.on_call, call, scope)
+        return await _to_thread(self.on_call, call, scope)
 
     async def aon_result(self, call: ToolCall, result: ToolResult, scope: Scope) -> Decision:
-        return await asyncio.to_thread(self.on_result, call, result, scope)
+        return await _to_thread(self.on_result, call, result, scope)
 
     async def atake_warnings(self, scope: Scope) -> list[Decision]:
-        return await asyncio.to_thread(self.take_warnings, scope)
+        return await _to_thread(self.take_warnings, scope)
 
     async def aclear_pending(self, scope: Scope) -> None:
-        await asyncio.to_thread(self.clear_pending, scope)
+        await _to_thread(self.clear_pending, scope)
 
     async def areset(self, thread_id: str | None = None) -> None:
-        await asyncio.to_thread(self.reset, thread_id)
+        await _to_thread(self.reset, thread_id)
 
     # --- implementation -----------------------------------------------------
 
@@ -325,3 +328,10 @@ def _combine(decisions: list[Decision]) -> Decision:
         captures=signature.captures if signature else {},
         metadata=metadata,
     )
+
+
+async def _to_thread(function: Callable[..., _T], *args: Any) -> _T:
+    """``asyncio.to_thread``, with asyncio imported on first use (hook processes never need it)."""
+    import asyncio
+
+    return await asyncio.to_thread(function, *args)

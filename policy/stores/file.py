@@ -184,12 +184,12 @@ class FileStore:
         return _parse_runs(b"".join(chunks), path)
 
     def _write(self, path: Path, runs: Runs) -> None:
-        data = json.dumps({"v": FORMAT_VERSION, "runs": runs}, ensure_ascii=False, separators=(",", ":"))
+        data = json.dumps({"v": FORMAT_VERSION, "runs": runs}, ensure_ascii=True, separators=(",", ":"))
         temporary = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
         try:
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
             with os.fdopen(fd, "wb") as handle:
-                handle.write(_encoded(data))
+                handle.write(data.encode("ascii"))
             os.replace(temporary, path)
         finally:
             temporary.unlink(missing_ok=True)
@@ -255,12 +255,7 @@ def _same_file(fd: int, path: Path) -> bool:
 
 
 def _size(runs: Runs) -> int:
-    return len(_encoded(json.dumps(runs, ensure_ascii=False, separators=(",", ":")))) + 16
-
-
-def _encoded(text: str) -> bytes:
-    """JSON text as UTF-8; a lone surrogate (only ever in a JSON string) becomes its ``\\uXXXX`` escape."""
-    return text.encode("utf-8", "backslashreplace")
+    return len(json.dumps(runs, ensure_ascii=True, separators=(",", ":")).encode("utf-8")) + 16
 
 
 def _parse_runs(data: bytes, path: Path) -> Runs:

@@ -11,7 +11,7 @@ from policy.language.compiler.context import Context, first_value, names
 from policy.language.patterns import compile_regex
 from policy.model.compiled import ROLE_FIELDS, ROLE_STATEMENTS, Pattern, ToolRole, ToolSpec
 
-OPTIONAL_FIELDS = frozenset({"append", "all", "start", "end", "limit"})
+OPTIONAL_FIELDS = frozenset({"append", "all", "start", "end", "limit", "cell", "type", "mode"})
 """Role fields a mapping may leave out; every other field of its role is required."""
 
 ALL_ARGS = "*"

@@ -11,6 +11,7 @@ import importlib
 import json
 import re
 import tomllib
+from functools import cache
 from types import ModuleType
 from typing import Any
 
@@ -99,18 +100,18 @@ def _position(text: str, line: int, column: int) -> int:
     return start + column - 1
 
 
+@cache
 def _load_yaml() -> ModuleType | None:
+    """PyYAML, imported on the first YAML check (a hook process that checks no YAML never pays for it)."""
     try:
         return importlib.import_module("yaml")
     except ImportError:
         return None
 
 
-_yaml = _load_yaml()
-
-
 def check_yaml(text: str, partial: bool) -> Verdict:
     """YAML syntax (every document composed, tags left uninterpreted); needs PyYAML."""
+    _yaml = _load_yaml()
     if _yaml is None:
         return unavailable("PyYAML is not installed")
     loader: Any = getattr(_yaml, "CSafeLoader", _yaml.SafeLoader)

@@ -26,11 +26,16 @@ _FLAG_WORDS = {"true": True, "yes": True, "on": True, "1": True, "false": False,
 
 @dataclass(frozen=True)
 class FileEffect:
-    """``path`` before (None: missing) and after the call."""
+    """``path`` before (None: missing) and after the call.
+
+    ``gate_path`` is the name the gates match when it is not ``path``: a
+    notebook cell is checked as a file of its language (``nb.ipynb#cell.py``).
+    """
 
     path: str
     before: str | None
     after: str
+    gate_path: str | None = None
 
     @property
     def changes_file(self) -> bool:
@@ -59,6 +64,8 @@ def file_effect(spec: ToolSpec, args: Mapping[str, Any], read_file: ReadFile,
         if len(edits) > MAX_EDITS:
             raise TooLarge(f"the call makes {len(edits)} edits, more than {MAX_EDITS}")
         return _apply(path, edits, read_file, limit)
+    if spec.role == "notebookedit":
+        return _notebook_cell(spec, args, path, read_file, limit)
     return None
 
 
@@ -69,6 +76,84 @@ def bounded_effect(spec: ToolSpec, args: Mapping[str, Any], read_file: ReadFile,
         return file_effect(spec, args, read_file, limit)
     except TooLarge as err:
         return err
+
+
+def _notebook_cell(spec: ToolSpec, args: Mapping[str, Any], path: str,
+                   read_file: ReadFile, limit: int) -> FileEffect | None:
+    """The cell a notebook edit leaves: its new source, checked as a file of the notebook's
+    language (``metadata.language_info``, else the kernel's; Python by default).
+
+    Markdown cells and deleted cells have nothing to check.  IPython's line magics and shell
+    escapes (``%matplotlib``, ``!pip``) read as ``pass``, and a cell magic (``%%bash``) is not
+    checked: they are not the language's syntax.  A notebook that is missing or not JSON, or a
+    cell id it does not have, is left to the tool (it reports the problem itself).
+    """
+    source, mode = spec.arg("source", args), spec.arg("mode", args) or "replace"
+    notebook = _json_object(_read(read_file, path, limit))
+    cells = notebook.get("cells") if notebook is not None else None
+    if not isinstance(source, str) or mode not in ("replace", "insert") or not isinstance(cells, list):
+        return None
+    cell_id = spec.arg("cell", args)
+    index = _cell_index(cells, cell_id) if isinstance(cell_id, str) and cell_id else None
+    if mode == "replace" and index is None:
+        return None
+    old = cells[index] if mode == "replace" and index is not None and isinstance(cells[index], dict) else {}
+    kind = spec.arg("type", args) or old.get("cell_type") or "code"
+    if kind != "code" or source.lstrip().startswith("%%"):
+        return None
+    before = old.get("source") if mode == "replace" else None
+    before = "".join(before) if isinstance(before, list) else before if isinstance(before, str) else None
+    label = cell_id if mode == "replace" else f"new cell after {cell_id}" if cell_id else "new first cell"
+    return FileEffect(f"{path} (cell {label})", before, _without_magics(source),
+                      gate_path=f"{path}#cell{_extension(notebook or {})}")
+
+
+def _json_object(text: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _cell_index(cells: list[Any], cell_id: str) -> int | None:
+    """The cell with this id; ids of the form ``cell-N`` (or ``N``) also name the N-th cell of a
+    notebook whose cells carry no ids (nbformat before 4.5), as Claude Code reads them."""
+    for index, cell in enumerate(cells):
+        if isinstance(cell, dict) and cell.get("id") == cell_id:
+            return index
+    number = cell_id.removeprefix("cell-")
+    if number.isdigit() and int(number) < len(cells):
+        return int(number)
+    return None
+
+
+def _extension(notebook: Mapping[str, Any]) -> str:
+    metadata = notebook.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
+    info = metadata.get("language_info")
+    info = info if isinstance(info, dict) else {}
+    extension = info.get("file_extension")
+    if isinstance(extension, str) and extension.startswith(".") and len(extension) <= 10:
+        return extension
+    kernel = metadata.get("kernelspec")
+    language = info.get("name") or (kernel.get("language") if isinstance(kernel, dict) else None) or "python"
+    return _LANGUAGE_EXTENSIONS.get(str(language).lower(), f".{language}")
+
+
+_LANGUAGE_EXTENSIONS = {"python": ".py", "python3": ".py", "json": ".json", "r": ".r", "julia": ".jl"}
+
+
+def _without_magics(source: str) -> str:
+    """IPython's ``%magic`` and ``!shell`` lines as ``pass`` (same indentation, same line numbers)."""
+    lines = source.split("\n")
+    for number, line in enumerate(lines):
+        stripped = line.lstrip()
+        if stripped.startswith(("%", "!")):
+            lines[number] = line[: len(line) - len(stripped)] + "pass"
+    return "\n".join(lines)
 
 
 def _write(spec: ToolSpec, args: Mapping[str, Any], path: str, read_file: ReadFile,

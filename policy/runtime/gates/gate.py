@@ -43,6 +43,10 @@ def check_write(policy: CompiledPolicy, call: ToolCall, read_file: ReadFile,
     allow = Decision(call_id=call.id)
     spec = policy.tool(call.name)
     path = spec.arg("path", call.args)
+    if spec.role == "notebookedit" and policy.gates:  # its cell is checked as a file of its language
+        if effect is None:
+            effect = bounded_effect(spec, call.args, read_file, policy.max_check_bytes)
+        path = effect.gate_path if isinstance(effect, FileEffect) else None
     gate = matching_gate(policy.gates, path) if isinstance(path, str) and policy.gates else None
     if gate is None:
         return allow

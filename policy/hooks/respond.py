@@ -1,0 +1,109 @@
+"""Answer one Claude Code hook event: the text the hook prints on stdout and on stderr.
+
+The resident process and a hook process that answers by itself both call
+:meth:`Responder.respond`, so an event gets the same answer whichever path
+serves it.  Nothing raises out of it and nothing is silent: a malformed
+event, a broken policy or a fault inside the guard is reported on stderr
+(Claude Code's debug log), and a fault that lets a call through is also
+reported in a ``systemMessage`` the user sees.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from dataclasses import dataclass
+
+from policy.hooks.claude_code import HookEventError, answer, file_reader, parse_event
+from policy.hooks.policy_cache import PolicyCache, Watch
+from policy.model.compiled import CompiledPolicy
+from policy.model.diagnostics import PolicyError
+from policy.runtime.guard import Guard
+from policy.stores.file import FileStore
+from policy.stores.memory import Store
+
+PREFIX = "policyctl hook claude-code"
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What the hook prints."""
+
+    stdout: str = ""
+    stderr: str = ""
+
+
+class Responder:
+    """Answers events; keeps each compiled policy until a file it was built from changes."""
+
+    def __init__(self, store: Store | None = None, cache: PolicyCache | None = None) -> None:
+        self._store = store
+        self._cache = cache if cache is not None else PolicyCache()
+        self._policies: dict[str, tuple[CompiledPolicy, Watch]] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            self._store = FileStore()
+        return self._store
+
+    def respond(self, policy_source: str, stdin: bytes) -> Reply:
+        """The answer to one event read from ``stdin`` under the policy ``policy_source``."""
+        try:
+            return self._respond(policy_source, stdin)
+        except Exception as err:  # the agent is never broken by the guard, and is told
+            message = f"{PREFIX}: internal error, the call is not guarded: {type(err).__name__}: {err}"
+            return Reply(stdout=json.dumps({"systemMessage": message}), stderr=message + "\n")
+
+    def policy(self, source: str) -> CompiledPolicy:
+        """The compiled policy, compiled again (through the cache) when one of its files changed."""
+        with self._lock:
+            known = self._policies.get(source)
+            if known is None or not known[1].unchanged():
+                policy, deps = self._cache.load(source)
+                known = self._policies[source] = (policy, Watch(deps))
+            return known[0]
+
+    def _respond(self, policy_source: str, stdin: bytes) -> Reply:
+        text = stdin.decode("utf-8", "replace")
+        try:
+            event = parse_event(text)
+        except HookEventError as err:
+            return Reply(stderr=f"{PREFIX}: malformed event, no decision: {err}\n")
+        try:
+            policy = self.policy(policy_source)
+        except (PolicyError, OSError) as err:
+            message = f"{PREFIX}: policy {policy_source} cannot be used, the call is not guarded:\n{err}"
+            return Reply(stdout=json.dumps({"systemMessage": message}), stderr=message + "\n")
+        with _FaultLog() as faults:
+            reply = answer(Guard(policy, read_file=file_reader(event.cwd), store=self.store), event)
+        stderr = "".join(f"{PREFIX}: {line}\n" for line in faults.lines)
+        if reply is None:
+            return Reply(stderr=stderr)
+        return Reply(stdout=json.dumps(reply, ensure_ascii=False), stderr=stderr)
+
+
+class _FaultLog(logging.Handler):
+    """Collects the guard's warnings and errors of one event (this thread only), for stderr."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.lines: list[str] = []
+        self._thread = threading.get_ident()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.thread == self._thread:
+            message = record.getMessage()
+            if record.exc_info and record.exc_info[1] is not None:
+                error = record.exc_info[1]
+                message += f": {type(error).__name__}: {error}"
+            self.lines.append(message)
+
+    def __enter__(self) -> _FaultLog:
+        logging.getLogger("policy").addHandler(self)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        logging.getLogger("policy").removeHandler(self)
