@@ -137,9 +137,12 @@ def answer(guard: Guard, event: HookEvent) -> dict[str, Any] | None:
 def fault_message(decision: Decision) -> str | None:
     """What to tell the user when a guard fault decided ``decision`` (None: no fault)."""
     fault = decision.metadata.get(INTERNAL_ERROR)
-    if fault is None:
-        return None
-    return f"policyctl could not check this call ({fault}); it was not guarded."
+    if fault is not None:
+        return f"policyctl could not check this call ({fault}); it was not guarded."
+    if decision.metadata.get("loop_state") == "unavailable":  # a store fault: the gates still ran
+        reason = decision.metadata.get("reason")
+        return f"policyctl could not use its loop state ({reason}); loops were not guarded for this call."
+    return None
 
 
 def file_reader(cwd: Path) -> Callable[[str], str | None]:
