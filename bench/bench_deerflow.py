@@ -1,6 +1,6 @@
 """HarnessGuardMiddleware.after_model against DeerFlow's own LoopDetectionMiddleware.after_model.
 
-    .venv/bin/python bench/bench_deerflow.py [--rounds 5] [--turns 4000]
+    .venv/bin/python bench/bench_deerflow.py [--rounds 5] [--turns 4000] [--no-logging]
 
 The baseline, ``DeerFlowLoopDetection`` below, restates DeerFlow's algorithm
 (bytedance/deer-flow, ``backend/packages/harness/deerflow/agents/middlewares/
@@ -21,7 +21,9 @@ times, so each scope has one warning (3rd) and one stop (5th) under the
 loop does: ``after_model`` (timed), then the tool call and the next model
 request (not timed; the guard's ``wrap_tool_call`` and both ``wrap_model_call``s).
 Both sides log as they do in production (DeerFlow at WARNING/ERROR, policyctl
-at INFO), into a handler that drops the records.
+at INFO), into a handler that drops the records; ``--no-logging`` switches
+logging off altogether (``logging.disable``), the stricter baseline: DeerFlow's
+warn and stop paths then cost no log record.
 
 Paths: allow (nothing fires), warn (the 3rd identical call), stop (the 5th).
 Each round interleaves the two implementations scope by scope and takes the
@@ -337,7 +339,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--turns", type=int, default=4000)
+    parser.add_argument("--no-logging", action="store_true", help="no log records on either side")
     options = parser.parse_args()
+    if options.no_logging:
+        logging.disable(logging.CRITICAL)
     for name in ("bench.deerflow", "policy.loops", "policy.hooks.langchain"):
         logger = logging.getLogger(name)
         logger.handlers = [logging.NullHandler()]
@@ -362,8 +367,9 @@ def main() -> int:
             medians.setdefault((path, "deerflow"), []).append(theirs)
             ratios[path].append(ours / theirs)
 
+    logs = "logging off" if options.no_logging else "logging as in production"
     print(f"HarnessGuardMiddleware.after_model vs DeerFlow's after_model: {options.turns} turns, "
-          f"{options.rounds} rounds, median wall microseconds per call (range over rounds)")
+          f"{options.rounds} rounds, {logs}; median wall microseconds per call (range over rounds)")
     print(f"{'path':<6} {'policyctl':>18} {'deerflow':>18} {'ratio':>6} {'range':>13}")
     worst = 0.0
     for path, values in ratios.items():

@@ -251,6 +251,9 @@ def test_json_is_plain_text_json() -> None:
     ("google.protobuf", "protobuf"),
     ("requests", "requests"),
     ("numpy.linalg", "numpy"),
+    ("erfa", "pyerfa"),
+    ("nacl.signing", "PyNaCl"),
+    ("pkg_resources", "setuptools"),
 ])
 def test_pip_name(module: str, distribution: str) -> None:
     assert pip_name(module) == distribution

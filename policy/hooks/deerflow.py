@@ -98,12 +98,13 @@ def guard_lead_agent(policy: Policy = "builtin:deerflow", *, read_file: ReadFile
     return _wrap_builders(_LEAD_BUILDERS, _guard_factory(policy, read_file, store))
 
 
-def guard_subagents(policy: Policy = "builtin:deerflow", *, read_file: ReadFile | None = None,
-                    store: Store | None = None) -> Callable[[], None]:
-    """Give every subagent chain DeerFlow builds a guard of its own (subagents share their lead's
-    thread and run ids, so they must not share its loop state).  The executor finds the guard's
-    ``consume_stop_reason`` as it finds LoopDetectionMiddleware's.  Returns the undo function."""
-    return _wrap_builders(_SUBAGENT_BUILDERS, _guard_factory(policy, read_file, store))
+def guard_subagents(policy: Policy = "builtin:deerflow", *,
+                    read_file: ReadFile | None = None) -> Callable[[], None]:
+    """Give every subagent chain DeerFlow builds a guard of its own, with its own in-memory state:
+    subagents share their lead's thread and run ids, so a shared store would add their calls to
+    the lead's loop budget.  The executor finds the guard's ``consume_stop_reason`` as it finds
+    LoopDetectionMiddleware's.  Returns the undo function."""
+    return _wrap_builders(_SUBAGENT_BUILDERS, _guard_factory(policy, read_file, None))
 
 
 # --- helpers -------------------------------------------------------------------

@@ -30,7 +30,7 @@ COMMON_VARIABLES = frozenset(
 
 RULE_VARIABLES: dict[str, frozenset[str]] = {
     "gate": frozenset({"path", "line", "column", "message", "snippet", "validator", "output"}),
-    "signature": frozenset({"signature", "captures", "excerpt", "output", "status"}),
+    "signature": frozenset({"signature", "captures", "excerpt", "output", "status", "module_origin"}),
     "repeat": frozenset({"count", "warn", "stop", "window", "same_result", "result_excerpt"}),
     "frequency": frozenset({"count", "warn", "stop", "window"}),
     "error_streak": frozenset({"count", "warn", "stop", "signature", "captures", "excerpt"}),
@@ -65,6 +65,23 @@ _PIP_NAMES = {
     "psycopg2": "psycopg2-binary",
     "MySQLdb": "mysqlclient",
     "win32api": "pywin32",
+    "erfa": "pyerfa",
+    "jose": "python-jose",
+    "nacl": "PyNaCl",
+    "Bio": "biopython",
+    "dns": "dnspython",
+    "socks": "PySocks",
+    "slugify": "python-slugify",
+    "multipart": "python-multipart",
+    "websocket": "websocket-client",
+    "gi": "PyGObject",
+    "wx": "wxPython",
+    "ldap": "python-ldap",
+    "OpenGL": "PyOpenGL",
+    "mpl_toolkits": "matplotlib",
+    "pkg_resources": "setuptools",
+    "umap": "umap-learn",
+    "faiss": "faiss-cpu",
 }
 
 

@@ -165,7 +165,9 @@ class Guard:
         def work(state: ScopeState) -> Decision:
             decision = self._loops.on_turn(state, readable, render=False)
             if decision.action == "warn" and decision.call_id is not None:
-                entry = _stored(decision, next(c for c in readable if c.id == decision.call_id))
+                call = readable[0] if len(readable) == 1 else next(
+                    c for c in readable if c.id == decision.call_id)
+                entry = _stored(decision, call)
                 if self._queues:
                     _queue(state, entry)
                 else:
@@ -210,7 +212,7 @@ class Guard:
         """The signature hint first, from the result alone; the store adds loops and pending warnings."""
         output = self._outputs.read(result.content)
         diagnosis = diagnose(self.policy, call, result, output)
-        signature = hint_decision(self.policy, call, result, diagnosis)
+        signature = hint_decision(self.policy, call, result, diagnosis, self.read_file)
         if too_deep(call):
             return _with_facts(signature, TOO_DEEP_FACTS)
 
@@ -289,10 +291,10 @@ def _pending(state: ScopeState, call_id: str) -> dict[str, Any]:
 
 
 def _stored(decision: Decision, call: ToolCall) -> dict[str, Any]:
-    """A turn's unrendered warning as stored until delivery: the decision and the call it concerns."""
-    data = decision.to_dict()
-    data["tool"], data["args"] = call.name, call.args
-    return data
+    """A turn's unrendered warning as stored until delivery: the decision and the call it concerns.
+    (A loop decision has no signature or captures, and its metadata is its own fresh dict.)"""
+    return {"action": decision.action, "rule": str(decision.rule), "call_id": decision.call_id,
+            "metadata": decision.metadata, "tool": call.name, "args": call.args}
 
 
 def _queue(state: ScopeState, data: dict[str, Any]) -> None:

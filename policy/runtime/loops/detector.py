@@ -113,12 +113,15 @@ class LoopDetector:
 
     def render(self, decision: Decision, call: ToolCall) -> Decision:
         """A loop decision made with ``render=False``, with its hint (for ``call``, the call it concerns)."""
-        template = self._templates.get(decision.rule.name) if decision.rule is not None else None
-        if decision.hint is not None or template is None or decision.rule is None:
+        rule = decision.rule
+        template = self._templates.get(rule.name) if rule is not None else None
+        if decision.hint is not None or template is None or rule is None:
             return decision
         summary = decision.metadata.get("call")
-        variables = common_variables(self.policy.name, decision.rule, decision.action, call,
-                                     summary if isinstance(summary, str) else call_summary(call))
+        if not isinstance(summary, str):  # decided without it: made now, for the hint and the metadata
+            summary = call_summary(call)
+            decision = decision._replace(metadata={**decision.metadata, "call": summary})
+        variables = common_variables(self.policy.name, rule, decision.action, call, summary)
         variables.update(decision.metadata)
         checked = template.render_checked(variables)
         return decision._replace(hint=checked.text, metadata={**decision.metadata, **checked.facts()})
@@ -129,19 +132,20 @@ class LoopDetector:
             finding.mark()
         if log.isEnabledFor(logging.INFO):
             log.info("loop %s %s on call %s: %s", finding.ref.name, finding.action, finding.call.id, finding)
+        if finding.hint is not None and not render:  # the call's summary is made with the hint
+            metadata: dict[str, Any] = {"layer": finding.kind, **finding.facts, **finding.metadata}
+            return Decision(action=finding.action, rule=finding.ref, call_id=finding.call.id,
+                            metadata=metadata)
         summary = call_summary(finding.call)
         rendered: dict[str, Any] = {}
         if finding.hint is None:
-            hint: str | None = f"[policy] loop {finding.ref.name} {finding.action}: {finding}."
-        elif render:
+            hint = f"[policy] loop {finding.ref.name} {finding.action}: {finding}."
+        else:
             variables = common_variables(self.policy.name, finding.ref, finding.action, finding.call, summary)
             variables.update(finding.facts)
             checked = finding.hint.render_checked(variables)
             hint, rendered = checked.text, checked.facts()
-        else:
-            hint = None
-        metadata: dict[str, Any] = {"layer": finding.kind, "call": summary, **finding.facts,
-                                    **finding.metadata, **rendered}
+        metadata = {"layer": finding.kind, "call": summary, **finding.facts, **finding.metadata, **rendered}
         return Decision(action=finding.action, rule=finding.ref, hint=hint, call_id=finding.call.id,
                         metadata=metadata)
 
