@@ -143,7 +143,7 @@ def test_a_store_fault_costs_loop_counting_and_says_so(default: CompiledPolicy) 
     decision = guard.on_turn([bash("c1")], scope)
     assert decision.action == "allow"
     assert decision.metadata["loop_state"] == "unavailable"
-    assert "ConnectionError" in decision.metadata["reason"]
+    assert "ConnectionError" in decision.metadata["loop_state_reason"]
     guard.reset("t")
     guard.clear_pending(scope)
 

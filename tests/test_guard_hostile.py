@@ -68,7 +68,7 @@ def test_deeply_nested_arguments_still_get_the_gate_and_say_what_was_not_checked
     decision = guard.on_call(call, SCOPE)
     assert decision.action == "block"
     assert decision.metadata["loops"] == "unchecked"
-    assert str(MAX_ARG_DEPTH) in decision.metadata["reason"]
+    assert str(MAX_ARG_DEPTH) in decision.metadata["loops_reason"]
 
 
 def test_a_lone_surrogate_with_a_file_store_keeps_the_block_and_the_loop_count(

@@ -79,7 +79,8 @@ class Responder:
             return Reply(stdout=json.dumps({"systemMessage": message}), stderr=message + "\n")
         with _FaultLog() as faults:
             reply = answer(Guard(policy, read_file=file_reader(event.cwd), store=self.store), event)
-        stderr = "".join(f"{PREFIX}: {line}\n" for line in faults.lines)
+        lines = faults.lines + ([reply["systemMessage"]] if reply and "systemMessage" in reply else [])
+        stderr = "".join(f"{PREFIX}: {line}\n" for line in lines)
         if reply is None:
             return Reply(stderr=stderr)
         return Reply(stdout=json.dumps(reply, ensure_ascii=False), stderr=stderr)

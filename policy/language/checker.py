@@ -272,7 +272,7 @@ def _values_span(statement: ast.Statement) -> Span:
 
 def spanning(first: Span, last: Span) -> Span:
     """The span from the start of ``first`` to the end of ``last``."""
-    return Span.model_construct(
+    return Span(
         file=first.file,
         line=first.line,
         column=first.column,

@@ -240,6 +240,13 @@ def _node(cls: type[_N], fields: dict[str, Any]) -> _N:
     return node
 
 
+def _span(fields: dict[str, Any]) -> Span:
+    """A span from values that are already valid, without the dataclass's frozen ``__init__``."""
+    span = _new(Span)
+    _set(span, "__dict__", fields)
+    return span
+
+
 def _long_string_value(token: str) -> str:
     """A text's value: line endings read as LF (a file's meaning does not depend on them), the first
     newline dropped, the common indentation removed."""
@@ -300,9 +307,9 @@ class _Builder:
     # spans
 
     def span(self, token: Token) -> Span:
-        return _node(Span, {"file": self.path, "line": token.line, "column": token.column,
-                            "end_line": token.end_line, "end_column": token.end_column,
-                            "start": token.start_pos, "end": token.end_pos})
+        return _span({"file": self.path, "line": token.line, "column": token.column,
+                      "end_line": token.end_line, "end_column": token.end_column,
+                      "start": token.start_pos, "end": token.end_pos})
 
     def outer(self, children: list[Any]) -> Span:
         """From the start of the first child to the end of the last (each a token or a node)."""
@@ -315,8 +322,8 @@ class _Builder:
             end_line, end_column, end = last.end_line, last.end_column, last.end_pos
         else:
             end_line, end_column, end = last.span.end_line, last.span.end_column, last.span.end
-        return _node(Span, {"file": self.path, "line": line, "column": column, "end_line": end_line,
-                            "end_column": end_column, "start": start, "end": end})
+        return _span({"file": self.path, "line": line, "column": column, "end_line": end_line,
+                      "end_column": end_column, "start": start, "end": end})
 
     # leaves
 

@@ -41,7 +41,7 @@ class StoreFault:
 
     def facts(self) -> dict[str, Any]:
         """What the event's decision metadata says about it."""
-        return {"loop_state": "unavailable", "reason": self.reason}
+        return {"loop_state": "unavailable", "loop_state_reason": self.reason}
 
 
 class GuardedStore:
@@ -112,5 +112,5 @@ def too_deep(call: ToolCall) -> bool:
     return False
 
 
-TOO_DEEP_FACTS = {"loops": "unchecked", "reason": f"arguments nested more than {MAX_ARG_DEPTH} deep"}
+TOO_DEEP_FACTS = {"loops": "unchecked", "loops_reason": f"arguments nested more than {MAX_ARG_DEPTH} deep"}
 """The metadata of a decision whose call the loop layers could not read."""
