@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,41 +26,6 @@ if TYPE_CHECKING:
 redis = pytest.importorskip("redis")
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-@pytest.fixture(scope="module")
-def redis_port() -> Iterator[int]:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip("redis-server is not installed (apt-get install redis-server)")
-    port = _free_port()
-    server = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        client = redis.Redis(port=port)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise RuntimeError(f"redis-server did not start on port {port}") from None
-                time.sleep(0.05)
-        yield port
-    finally:
-        server.terminate()
-        server.wait(10)
 
 
 @pytest.fixture
@@ -242,7 +205,10 @@ def test_a_dead_server_keeps_the_block_and_costs_one_attempt_per_interval(
         caplog: pytest.LogCaptureFixture) -> None:
     from policy.runtime.guard import Guard
 
-    store = RedisStore.from_url(f"redis://127.0.0.1:{_free_port()}/0", retry_seconds=60)
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    store = RedisStore.from_url(f"redis://127.0.0.1:{port}/0", retry_seconds=60)
     attempts = 0
     real_acquire = store._acquire
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from policy.language import ast
 from policy.language.checker import Declaration, FileDeclarations, read_declarations
-from policy.language.collector import Report, did_you_mean, join_help, quoted_list
+from policy.language.collector import DiagnosticCollector, did_you_mean, join_help, quoted_list
 from policy.language.parser import decode_policy, parse
 from policy.model.diagnostics import Span
 from policy.resources import builtin_policy_names, builtin_policy_path
@@ -79,7 +79,7 @@ def resolve_target(target: str) -> tuple[Path | None, str]:
     return Path(target), target
 
 
-def compose(target: str, report: Report, *, confine: bool = True) -> Composition:
+def compose(target: str, report: DiagnosticCollector, *, confine: bool = True) -> Composition:
     """Load ``target`` (a path or ``builtin:NAME``) with its bases, reporting what goes wrong.
 
     With ``confine`` (the default), ``extends`` and ``hint … file`` read only
@@ -102,7 +102,7 @@ def compose(target: str, report: Report, *, confine: bool = True) -> Composition
 class _Composer:
     """Loads each file once and merges each file's bases once (a diamond of bases is not re-merged)."""
 
-    def __init__(self, composition: Composition, report: Report, confine: bool) -> None:
+    def __init__(self, composition: Composition, report: DiagnosticCollector, confine: bool) -> None:
         self.composition = composition
         self.report = report
         self.confine = confine
@@ -243,7 +243,7 @@ def _identity(path: Path) -> Path:
         return path.absolute()
 
 
-def _report_unknown_builtin(target: str, span: Span, report: Report) -> None:
+def _report_unknown_builtin(target: str, span: Span, report: DiagnosticCollector) -> None:
     name = target[len(BUILTIN_PREFIX) :]
     names = builtin_policy_names()
     report.add(

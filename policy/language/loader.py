@@ -16,10 +16,9 @@ from os import PathLike
 from types import MappingProxyType
 from typing import Any
 
-from policy.language.collector import Report
+from policy.language.collector import DiagnosticCollector
 from policy.language.compiler import compile_policy
 from policy.language.compose import Composition, compose
-from policy.language.gc_pause import collector_paused
 from policy.model.compiled import CompiledPolicy
 from policy.model.diagnostics import Diagnostic, PolicyError, Severity, has_errors, sort_diagnostics
 
@@ -70,10 +69,9 @@ def load_policy_and_files(target: str | PathLike[str]) -> tuple[CompiledPolicy, 
 
 
 def _check(target: str | PathLike[str], confine: bool) -> tuple[CheckResult, Composition]:
-    report = Report()
-    with collector_paused():
-        composition = compose(str(target), report, confine=confine)
-        policy = compile_policy(composition, report) if composition.complete else None
+    report = DiagnosticCollector()
+    composition = compose(str(target), report, confine=confine)
+    policy = compile_policy(composition, report) if composition.complete else None
     diagnostics = [
         d for d in report.diagnostics if d.severity is Severity.ERROR or d.span.file == composition.root
     ]

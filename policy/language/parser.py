@@ -14,7 +14,7 @@ import re
 import textwrap
 from collections.abc import Callable, Iterator
 from functools import cache
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 import lark
 from lark import Lark, Token
@@ -24,16 +24,12 @@ from lark.exceptions import (
     UnexpectedInput,
     UnexpectedToken,
 )
-from pydantic import BaseModel
 
 from policy.language import ast
 from policy.language.codes import severity_of
-from policy.language.gc_pause import collector_paused
 from policy.language.grammar_cache import cached_parser
 from policy.model.diagnostics import Diagnostic, Span
 from policy.resources import data_dir
-
-_N = TypeVar("_N", bound=BaseModel)
 
 MAX_SYNTAX_ERRORS = 20
 MAX_RECOVERIES = 200
@@ -131,20 +127,19 @@ def parse(text: str, path: str) -> tuple[ast.PolicyFile | None, list[Diagnostic]
                 errors.append(diagnostic)
         return len(errors) < MAX_SYNTAX_ERRORS and recoveries < MAX_RECOVERIES
 
-    with collector_paused():
-        try:
-            tree = _lark().parse(text, on_error=on_error)
-        except UnexpectedInput as err:
-            final = _syntax_diagnostic(err, text, path)
-            if final.span.line not in seen_lines:
-                errors.append(final)
-            return None, errors
-        if errors:
-            return None, errors
-        try:
-            statements = _Builder(path).build(tree)
-        except _BuildError as err:
-            return None, [err.diagnostic]
+    try:
+        tree = _lark().parse(text, on_error=on_error)
+    except UnexpectedInput as err:
+        final = _syntax_diagnostic(err, text, path)
+        if final.span.line not in seen_lines:
+            errors.append(final)
+        return None, errors
+    if errors:
+        return None, errors
+    try:
+        statements = _Builder(path).build(tree)
+    except _BuildError as err:
+        return None, [err.diagnostic]
     file_span = _span_at(text, 0, len(text), path)
     return ast.PolicyFile(span=file_span, path=path, source=text, statements=statements), []
 
@@ -222,31 +217,6 @@ class _BuildError(Exception):
         self.diagnostic = diagnostic
 
 
-_new = object.__new__
-_set = object.__setattr__
-
-
-def _node(cls: type[_N], fields: dict[str, Any]) -> _N:
-    """A node from values that are already valid (the grammar guarantees their shapes).
-
-    What ``model_construct`` does, without its per-field bookkeeping: building
-    the AST is on the hot path of ``policyctl lint``.
-    """
-    node = _new(cls)
-    _set(node, "__dict__", fields)
-    _set(node, "__pydantic_fields_set__", set(fields))
-    _set(node, "__pydantic_extra__", None)
-    _set(node, "__pydantic_private__", None)
-    return node
-
-
-def _span(fields: dict[str, Any]) -> Span:
-    """A span from values that are already valid, without the dataclass's frozen ``__init__``."""
-    span = _new(Span)
-    _set(span, "__dict__", fields)
-    return span
-
-
 def _long_string_value(token: str) -> str:
     """A text's value: line endings read as LF (a file's meaning does not depend on them), the first
     newline dropped, the common indentation removed."""
@@ -307,13 +277,20 @@ class _Builder:
     # spans
 
     def span(self, token: Token) -> Span:
-        return _span({"file": self.path, "line": token.line, "column": token.column,
-                      "end_line": token.end_line, "end_column": token.end_column,
-                      "start": token.start_pos, "end": token.end_pos})
+        located: Any = token  # the parser propagates positions: none of them is None
+        return Span(file=self.path, line=located.line, column=located.column,
+                    end_line=located.end_line, end_column=located.end_column,
+                    start=located.start_pos, end=located.end_pos)
 
     def outer(self, children: list[Any]) -> Span:
         """From the start of the first child to the end of the last (each a token or a node)."""
         first, last = children[0], children[-1]
+        line: Any  # tokens carry every position (see ``span``)
+        column: Any
+        start: Any
+        end_line: Any
+        end_column: Any
+        end: Any
         if isinstance(first, Token):
             line, column, start = first.line, first.column, first.start_pos
         else:
@@ -322,8 +299,8 @@ class _Builder:
             end_line, end_column, end = last.end_line, last.end_column, last.end_pos
         else:
             end_line, end_column, end = last.span.end_line, last.span.end_column, last.span.end
-        return _span({"file": self.path, "line": line, "column": column, "end_line": end_line,
-                      "end_column": end_column, "start": start, "end": end})
+        return Span(file=self.path, line=line, column=column, end_line=end_line,
+                    end_column=end_column, start=start, end=end)
 
     # leaves
 
@@ -337,22 +314,22 @@ class _Builder:
         return value
 
     def name(self, token: Token) -> ast.Name:
-        return _node(ast.Name, {"span": self.span(token), "kind": "name", "value": str(token)})
+        return ast.Name(span=self.span(token), value=str(token))
 
     def string(self, token: Token) -> ast.String:
         span, value = self.span(token), self.json_string(token)
-        return _node(ast.String, {"span": span, "kind": "string", "value": value, "triple": False})
+        return ast.String(span=span, value=value, triple=False)
 
     def long_string(self, token: Token) -> ast.String:
         value = _long_string_value(token)
-        return _node(ast.String, {"span": self.span(token), "kind": "string", "value": value, "triple": True})
+        return ast.String(span=self.span(token), value=value, triple=True)
 
     def regex(self, token: Token) -> ast.Regex:
         text = str(token)
         close = text.rindex("/")
         pattern = text[1:close].replace("\\/", "/")
         span, flags = self.span(token), text[close + 1:]
-        return _node(ast.Regex, {"span": span, "kind": "regex", "pattern": pattern, "flags": flags})
+        return ast.Regex(span=span, pattern=pattern, flags=flags)
 
     def bounded(self, token: Token, digits: str, scale: int = 1) -> int:
         """An integer literal (times ``scale``); raises E007 past ``MAX_NUMBER``, before converting a
@@ -372,49 +349,49 @@ class _Builder:
                                         "a decimal number is at most about 1.8e308"))
         else:
             value = self.bounded(token, text)
-        return _node(ast.Number, {"span": self.span(token), "kind": "number", "value": value, "text": text})
+        return ast.Number(span=self.span(token), value=value, text=text)
 
     def size(self, token: Token) -> ast.Size:
         text = str(token)
         digits = text.rstrip("BKMGi")
         value = self.bounded(token, digits, _SIZE_UNITS[text[len(digits):]])
-        return _node(ast.Size, {"span": self.span(token), "kind": "size", "value": value, "text": text})
+        return ast.Size(span=self.span(token), value=value, text=text)
 
     def range(self, token: Token) -> ast.Range:
         low, high = (self.bounded(token, part) for part in str(token).split(".."))
         span = self.span(token)
-        return _node(ast.Range, {"span": span, "kind": "range", "low": low, "high": high})
+        return ast.Range(span=span, low=low, high=high)
 
     # rules
 
     def pair(self, children: list[Any]) -> ast.Pair:
         key, _equals, value = children
         span = self.outer(children)
-        return _node(ast.Pair, {"span": span, "kind": "pair", "key": str(key), "value": value})
+        return ast.Pair(span=span, key=str(key), value=value)
 
     def json_member(self, children: list[Any]) -> tuple[str, Any]:
         return self.json_string(children[0]), _json_python(children[-1])
 
     def json_object(self, children: list[Any]) -> ast.Json:
         members: dict[str, Any] = dict(child for child in children if isinstance(child, tuple))
-        return _node(ast.Json, {"span": self.outer(children), "kind": "json", "value": members})
+        return ast.Json(span=self.outer(children), value=members)
 
     def json_empty(self, children: list[Any]) -> ast.Json:
-        return _node(ast.Json, {"span": self.outer(children), "kind": "json", "value": {}})
+        return ast.Json(span=self.outer(children), value={})
 
     def json_array(self, children: list[Any]) -> ast.Json:
         items = [_json_python(child) for child in children if not isinstance(child, Token)]
-        return _node(ast.Json, {"span": self.outer(children), "kind": "json", "value": items})
+        return ast.Json(span=self.outer(children), value=items)
 
     def block(self, children: list[Any]) -> ast.Block:
         statements = [c for c in children if isinstance(c, ast.Statement)]
-        return _node(ast.Block, {"span": self.outer(children), "statements": statements})
+        return ast.Block(span=self.outer(children), statements=statements)
 
     def statement(self, children: list[Any]) -> ast.Statement:
         head, *rest = children
         block = rest.pop() if rest and isinstance(rest[-1], ast.Block) else None
-        return _node(ast.Statement, {"span": self.outer(children), "name": str(head),
-                                     "name_span": self.span(head), "values": rest, "block": block})
+        return ast.Statement(span=self.outer(children), name=str(head),
+                             name_span=self.span(head), values=rest, block=block)
 
     def start(self, children: list[Any]) -> list[ast.Statement]:
         return [c for c in children if isinstance(c, ast.Statement)]

@@ -17,7 +17,7 @@ import warnings
 import re2
 
 from policy.language import ast
-from policy.language.collector import Report
+from policy.language.collector import DiagnosticCollector
 from policy.model.compiled import Pattern
 
 REGEX_FLAGS = {"i": "ignore case", "m": "`^` and `$` match at line ends", "s": "`.` matches a newline"}
@@ -51,7 +51,7 @@ def _options() -> re2.Options:
 _OPTIONS = _options()
 
 
-def compile_regex(node: ast.Regex, report: Report) -> Pattern | None:
+def compile_regex(node: ast.Regex, report: DiagnosticCollector) -> Pattern | None:
     """Compile a ``/regex/flags`` literal with RE2; report E201/E202 and return None when it cannot run."""
     unknown = sorted(set(node.flags) - REGEX_FLAGS.keys())
     if unknown:
@@ -82,7 +82,7 @@ def _message(err: Exception) -> str:
     return detail.decode("utf-8", "replace") if isinstance(detail, bytes) else str(detail)
 
 
-def _report_rejected(node: ast.Regex, source: str, re2_message: str, report: Report) -> None:
+def _report_rejected(node: ast.Regex, source: str, re2_message: str, report: DiagnosticCollector) -> None:
     python_error = _python_error(source)
     if python_error is not None:
         report.add("E201", f"invalid regular expression: {python_error}", node.span)
@@ -105,7 +105,7 @@ def _python_error(source: str) -> str | None:
     return None
 
 
-def check_glob(node: ast.String, report: Report) -> bool:
+def check_glob(node: ast.String, report: DiagnosticCollector) -> bool:
     """A ``files`` glob must be non-empty, one line, and close every ``[``."""
     text = node.value
     problem = None
@@ -142,7 +142,7 @@ _REFERENCE = re.compile(r"\\(?:([1-9][0-9]?)|g<(\w+)>)")
 _OCTAL = re.compile(r"\\[0-7]{3}")
 
 
-def check_replacement(pattern: Pattern, node: ast.String, report: Report) -> bool:
+def check_replacement(pattern: Pattern, node: ast.String, report: DiagnosticCollector) -> bool:
     """A ``normalize`` replacement may refer only to groups the pattern has (``\\1``, ``\\g<name>``).
 
     Read as RE2's Python binding reads it: a backslash starts a three-digit

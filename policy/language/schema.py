@@ -12,12 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from policy.model.compiled import ROLE_STATEMENTS
-from policy.model.decision import SEVERITY
+from policy.model.decision import ACTIONS
+from policy.model.validators import BUILTIN_VALIDATORS
 
-VALIDATORS = ("python", "json", "toml", "yaml")
+VALIDATORS = tuple(BUILTIN_VALIDATORS)
 """Built-in syntax checkers a gate can name (``check command "…"`` runs an external one)."""
 
-LOOP_LAYERS = ("repeat", "frequency", "error_streak", "oscillation")
 RULE_KINDS = ("tool", "gate", "signature", "loop", "hint", "test")
 """Kinds of named declarations ``disable`` can remove."""
 
@@ -120,6 +120,9 @@ LOOPS: dict[str, dict[str, Spec]] = {
     ),
 }
 
+LOOP_LAYERS = tuple(LOOPS)
+"""The loop layers a ``loop`` declaration can name."""
+
 DECLARATIONS = _block(
     Spec("policy", ("STRING",), block=POLICY),
     Spec("extends", ("STRING",)),
@@ -146,8 +149,8 @@ STEPS: dict[str, Spec] = {
     "expect": Spec(
         "expect",
         (
-            "|".join(SEVERITY),
-            "|".join(SEVERITY) + " " + "|".join(EXPECTED_RULE_KINDS) + " ARG",
+            "|".join(ACTIONS),
+            "|".join(ACTIONS) + " " + "|".join(EXPECTED_RULE_KINDS) + " ARG",
             "hint contains STRING",
             "hint matches REGEX",
         ),

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from types import MappingProxyType
 from typing import Any, Literal
 
 from policy.model.decision import Action, RuleRef
@@ -47,10 +46,6 @@ ROLE_STATEMENTS: dict[str, ToolRole] = {
     "reads": "read",
     "runs": "run",
 }
-
-
-def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
-    return MappingProxyType(dict(mapping))
 
 
 @dataclass(frozen=True)

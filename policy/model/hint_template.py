@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import posixpath
-from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -126,7 +126,6 @@ def environment() -> BoundedEnvironment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.context_class = _hint_context_class()
     env.filters.update(
         basename=basename,
         truncate_middle=truncate_middle,
@@ -136,30 +135,6 @@ def environment() -> BoundedEnvironment:
     env.filters = {name: bounded_filter(function) for name, function in env.filters.items()}
     env.globals["range"] = bounded_range
     return env
-
-
-def _hint_context_class() -> type[Any]:
-    """Jinja2's template context, made without listing the template's globals.
-
-    ``Context`` records their names (``globals_keys``) for templates that
-    import or export variables, which hint templates never do; listing them
-    is a fifth of the cost of rendering a short hint.
-    """
-    from jinja2 import Environment
-    from jinja2.runtime import Context
-
-    class _HintContext(Context):
-        def __init__(
-            self,
-            environment: Environment,
-            parent: dict[str, Any],
-            name: str | None,
-            blocks: dict[str, Callable[[Context], Iterator[str]]],
-            globals: MutableMapping[str, Any] | None = None,
-        ) -> None:
-            super().__init__(environment, parent, name, blocks)
-
-    return _HintContext
 
 
 def template_variables(source: str) -> frozenset[str]:
@@ -187,11 +162,6 @@ class HintTemplate:
     def template(self) -> Template:
         return environment().from_string(self.source)
 
-    @cached_property
-    def _globals(self) -> dict[str, Any]:
-        """The template's globals (``range``, ``dict``…), found once."""
-        return dict(self.template.globals)
-
     def render(self, variables: Mapping[str, Any]) -> str:
         """Render; a failure is logged and replaced by a plain one-line hint."""
         return self.render_checked(variables).text
@@ -201,13 +171,10 @@ class HintTemplate:
         exceeded is logged and gives the plain one-line hint, with the reason.
 
         Only the variables the template reads are taken from ``variables`` (a
-        ``policy.model.variables.HintVariables`` computes no others), and the globals
-        are found once: ``Template.render`` merges every global and variable on
-        every render.
+        ``policy.model.variables.HintVariables`` computes no others).
         """
         try:
-            template = self.template
-            context = dict(self._globals)
+            context: dict[str, Any] = {}
             for name in self.variables:
                 try:
                     value = variables[name]
@@ -216,7 +183,8 @@ class HintTemplate:
                 context[name] = value
             from policy.model.hint_sandbox import bounded_concat
 
-            text = bounded_concat(template.root_render_func(template.new_context(context, shared=True)))
+            template = self.template
+            text = bounded_concat(template.root_render_func(template.new_context(context)))
             return RenderedHint(text.strip("\n"))
         except Exception as err:  # a hint must never break the agent
             log.warning("hint %s failed to render: %s", self.name, err)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from policy.model.compiled import WRITING_ROLES, CompiledPolicy
-from policy.model.decision import ALLOW, Decision
+from policy.model.decision import ALLOW, Decision, most_severe
 from policy.model.events import Scope, ToolCall, ToolResult
 from policy.runtime.gates import FileEffect, file_effect
 from policy.runtime.guard import Guard
@@ -45,11 +45,8 @@ class Outcome:
     @property
     def decision(self) -> Decision:
         """The most severe decision for this call (ties: the latest)."""
-        best = ALLOW
-        for _, decision in self.decisions:
-            if decision.severity >= best.severity and decision.action != "allow":
-                best = decision
-        return best
+        best = most_severe((decision for _, decision in self.decisions), latest=True)
+        return ALLOW if best is None else best
 
     @property
     def executed(self) -> bool:
@@ -69,9 +66,9 @@ class Session:
         self.files = VirtualFiles(files)
         self.guard = Guard(policy, read_file=self.files.read)
         self.listener = listener
-        self.outcomes: dict[tuple[str, str], Outcome] = {}
-        self.stopped: set[str] = set()
-        self._effects: dict[tuple[str, str], FileEffect] = {}
+        self.outcomes: dict[tuple[tuple[str, str], str], Outcome] = {}
+        self.stopped: set[tuple[str, str]] = set()
+        self._effects: dict[tuple[tuple[str, str], str], FileEffect] = {}
 
     def is_stopped(self, scope: Scope) -> bool:
         return scope.key in self.stopped

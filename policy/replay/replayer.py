@@ -9,12 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from policy.model.compiled import CompiledPolicy
-from policy.model.decision import Decision
+from policy.model.decision import ACTIONS, Decision
 from policy.model.events import Scope, ToolCall, ToolResult
 from policy.replay.harness import EventKind, Session
 from policy.replay.trace import FileEvent, ResultEvent, TraceError, TurnEvent, read_events
-
-ACTIONS = ("allow", "hint", "warn", "block", "stop")
 
 
 @dataclass(frozen=True)
@@ -40,7 +38,7 @@ class Record:
 
 
 @dataclass
-class ReplayReport:
+class ReplayResult:
     name: str
     events: int = 0
     decisions: Counter[str] = field(default_factory=Counter)
@@ -65,9 +63,9 @@ class ReplayReport:
         return self.decisions["stop"] > 0
 
 
-def replay_lines(policy: CompiledPolicy, lines: Iterable[str], name: str = "trace") -> ReplayReport:
+def replay_lines(policy: CompiledPolicy, lines: Iterable[str], name: str = "trace") -> ReplayResult:
     """Run the events of a trace through ``policy``; bad lines are reported and skipped."""
-    report = ReplayReport(name=name)
+    report = ReplayResult(name=name)
     line_number = 0
 
     def listen(kind: EventKind, call: ToolCall, decision: Decision) -> None:
@@ -104,6 +102,6 @@ def replay_lines(policy: CompiledPolicy, lines: Iterable[str], name: str = "trac
     return report
 
 
-def replay_file(policy: CompiledPolicy, path: Path) -> ReplayReport:
+def replay_file(policy: CompiledPolicy, path: Path) -> ReplayResult:
     with path.open(encoding="utf-8", errors="replace") as handle:
         return replay_lines(policy, handle, name=path.stem)

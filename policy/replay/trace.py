@@ -1,4 +1,4 @@
-"""The trace format: JSON Lines of recorded sessions (DESIGN.md, "Trace format").
+"""The trace format: JSON Lines of recorded sessions (docs/design.md, "Trace format").
 
     {"type": "file", "path": "app.py", "content": "…"}
     {"type": "turn", "thread": "t1", "run": "r1", "calls": [{"id": "c1", "tool": "bash", "args": {…}}]}

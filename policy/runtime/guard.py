@@ -1,6 +1,6 @@
 """The guard: a compiled policy applied to one harness's events, with state per scope.
 
-A harness reports three events per scope (DESIGN.md, "Events and decisions"):
+A harness reports three events per scope (docs/design.md, "Events and decisions"):
 ``on_turn`` when the model answers with a batch of calls (loop layers repeat
 and frequency), ``on_call`` before one call executes (write gates) and
 ``on_result`` after it returns (signatures, error streaks, oscillation).
@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from policy.model.compiled import WRITING_ROLES, CompiledPolicy
-from policy.model.decision import ALLOW, SEVERITY, Decision, RuleRef
+from policy.model.decision import ALLOW, Decision, RuleRef
 from policy.model.events import Scope, ToolCall, ToolResult
 from policy.runtime.faults import TOO_DEEP_FACTS, GuardedStore, StoreFault, too_deep
 from policy.runtime.gates import FileEffect, bounded_effect, check_write, read_local_file
@@ -231,7 +231,7 @@ class Guard:
     def _delivered(self, state: ScopeState, decision: Decision) -> Decision:
         """A result's loop decision for its call; a warning goes to the queue under ``next_request``."""
         if decision.action == "warn" and self._queues:
-            _queue(state, decision.to_dict())
+            _queue(state, decision.to_state())
             return ALLOW
         return decision
 
@@ -239,11 +239,7 @@ class Guard:
         """A stored warning back as a decision, rendered now if it was stored without its text."""
         if not data:
             return ALLOW
-        kind, _, name = (data.get("rule") or "").partition(" ")
-        decision = Decision(
-            action=data["action"], rule=RuleRef(kind, name) if kind else None, hint=data.get("hint"),
-            call_id=data.get("call_id"), signature=data.get("signature"), captures=data.get("captures") or {},
-            metadata=data.get("metadata") or {})
+        decision = Decision.from_state(data)
         if decision.hint is None and "tool" in data:
             call = ToolCall(id=decision.call_id or "", name=data["tool"], args=data.get("args") or {})
             decision = self._loops.render(decision, call)
@@ -293,7 +289,8 @@ def _pending(state: ScopeState, call_id: str) -> dict[str, Any]:
 def _stored(decision: Decision, call: ToolCall) -> dict[str, Any]:
     """A turn's unrendered warning as stored until delivery: the decision and the call it concerns.
     (A loop decision has no signature or captures, and its metadata is its own fresh dict.)"""
-    return {"action": decision.action, "rule": str(decision.rule), "call_id": decision.call_id,
+    rule = decision.rule.to_state() if decision.rule is not None else None
+    return {"action": decision.action, "rule": rule, "call_id": decision.call_id,
             "metadata": decision.metadata, "tool": call.name, "args": call.args}
 
 
@@ -313,7 +310,7 @@ def _combine(decisions: list[Decision]) -> Decision:
         fired = [d for d in fired if d.action != "warn"]
     if not fired:
         return ALLOW
-    ordered = sorted(fired, key=lambda d: -SEVERITY[d.action])
+    ordered = sorted(fired, key=lambda d: -d.severity)
     lead = ordered[0]
     if len(ordered) == 1:
         return lead

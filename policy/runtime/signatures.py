@@ -26,7 +26,7 @@ from policy.runtime.output import Output, decode, last_bytes, output_reader
 
 ERROR_PREFIX = "Error:"
 """A result whose text starts with this is failed, whatever its status."""
-HEAD_CHARS = 256
+ERROR_PREFIX_WINDOW = 256
 """How much of an output's start is looked at for ``ERROR_PREFIX``."""
 CAPTURE_LIMIT = 200
 """Longest capture kept (longer ones keep their start and end)."""
@@ -75,7 +75,7 @@ def diagnose(
     policy: CompiledPolicy, call: ToolCall, result: ToolResult, output: Output | None = None
 ) -> Diagnosis:
     """Diagnose one tool result: failed or not, and the signature it shows.  ``output`` is
-    the result's content as ``policy.runtime.output.read_output`` read it (read here when None)."""
+    the result's content as ``policy.runtime.output.OutputReader.read`` read it (read here when None)."""
     if output is None:
         output = output_reader(policy).read(result.content)
     tail = output.tail
@@ -208,7 +208,7 @@ def _is_failed(policy: CompiledPolicy, call: ToolCall, result: ToolResult, outpu
     spec = policy.tool(call.name)
     failed = (
         result.status == "error"
-        or output.text[:HEAD_CHARS].lstrip().startswith(ERROR_PREFIX)
+        or output.text[:ERROR_PREFIX_WINDOW].lstrip().startswith(ERROR_PREFIX)
         or (spec.fails_when is not None and spec.fails_when.spans(output.tail) is not None)
     )
     if spec.role != "run":

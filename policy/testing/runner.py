@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from policy.model.compiled import CompiledPolicy, PolicyTest, TestStep
-from policy.model.decision import ALLOW, Decision
+from policy.model.decision import ALLOW, Decision, most_severe
 from policy.model.events import Scope, ToolCall, ToolResult
 from policy.replay.harness import Outcome, Session
 
@@ -204,11 +204,8 @@ class _Run:
 
     def _decision(self, outcome: Outcome) -> Decision:
         """The most severe of the call's turn, call and result decisions (ties: the latest)."""
-        best = ALLOW
-        for decision in (outcome.turn, *(d for _, d in outcome.decisions)):
-            if decision.action != "allow" and decision.severity >= best.severity:
-                best = decision
-        return best
+        best = most_severe((outcome.turn, *(d for _, d in outcome.decisions)), latest=True)
+        return ALLOW if best is None else best
 
 
 class _Collect(logging.Handler):

@@ -50,7 +50,6 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime, get_runtime
 from langgraph.types import Command
 
-from policy.hooks.bounded import LruDict
 from policy.hooks.delivery import decision_text, stop_reason
 from policy.hooks.langchain.messages import (
     annotated_tool_message,
@@ -63,6 +62,7 @@ from policy.model.compiled import CompiledPolicy
 from policy.model.decision import Decision
 from policy.model.events import Scope, ToolCall, ToolResult
 from policy.runtime.guard import Guard
+from policy.stores.lru import LruDict
 from policy.stores.memory import MemoryStore, Store
 
 log = logging.getLogger("policy.hooks.langchain")
@@ -144,7 +144,7 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if self.scopes.leave(scope, runtime.control):
             self.guard.clear_pending(scope)
             with self._lock:
-                self._stops.pop(_key(scope))
+                self._stops.pop(scope.key)
         return None
 
     async def aafter_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
@@ -155,7 +155,7 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             else:
                 await self.guard.aclear_pending(scope)
             with self._lock:
-                self._stops.pop(_key(scope))
+                self._stops.pop(scope.key)
         return None
 
     # --- model requests and turns ---------------------------------------------
@@ -292,7 +292,7 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                                    _configurable(config), _invocation_control())
 
     def _pending_stop(self, scope: Scope) -> Decision | None:
-        key = _key(scope)
+        key = scope.key
         if key not in self._stops:  # a lock-free look first: most turns belong to runs not stopped
             return None
         with self._lock:
@@ -303,17 +303,13 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         log.info("policy %s stopped run %s of thread %s: %s", self.guard.policy.name, scope.run_id,
                  scope.thread_id, decision.rule)
         with self._lock:
-            self._stops.put(_key(scope), decision)
+            self._stops.put(scope.key, decision)
             self._stop_reasons.put(self.scopes.given_run_id(scope), reason)
         if isinstance(context, dict):
             context["stop_reason"] = reason
 
 
 # --- helpers -------------------------------------------------------------------
-
-
-def _key(scope: Scope) -> tuple[str, str]:
-    return (scope.thread_id, str(scope.run_id))
 
 
 def _last_ai_message(state: Any) -> AIMessage | None:

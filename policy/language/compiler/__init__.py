@@ -1,6 +1,6 @@
 """Composed declarations → an immutable CompiledPolicy, with every semantic check on the way.
 
-Each step reports into one ``Report`` and keeps going, so a single run finds
+Each step reports into one ``DiagnosticCollector`` and keeps going, so a single run finds
 every problem; the policy is only built when no error was found.
 """
 
@@ -11,7 +11,7 @@ from types import MappingProxyType
 
 from policy.language import ast
 from policy.language.checker import Setting
-from policy.language.collector import Report
+from policy.language.collector import DiagnosticCollector
 from policy.language.compiler.context import Context, first_value, int_value, names, word
 from policy.language.compiler.hint_templates import compile_hints
 from policy.language.compiler.loops import compile_loops
@@ -25,7 +25,7 @@ from policy.model.diagnostics import has_errors
 __all__ = ["compile_policy"]
 
 
-def compile_policy(composition: Composition, report: Report) -> CompiledPolicy | None:
+def compile_policy(composition: Composition, report: DiagnosticCollector) -> CompiledPolicy | None:
     """Check and compile; None when any error was reported (by this step or before it)."""
     ctx = Context(composition, report)
     header = composition.declarations.get(("policy", ""))
@@ -63,12 +63,9 @@ def compile_policy(composition: Composition, report: Report) -> CompiledPolicy |
         gates=gates,
         signatures=signatures,
         normalizers=normalizers,
-        repeat=loops.repeat,
-        frequency=loops.frequency,
-        error_streak=loops.error_streak,
-        oscillation=loops.oscillation,
         hints=MappingProxyType(dict(ctx.hints)),
         tests=tests,
+        **loops,
     )
 
 

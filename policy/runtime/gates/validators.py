@@ -1,33 +1,39 @@
-"""The validators a gate can name: the built-in ones, or a command.
+"""The validators a gate can name: a built-in one (``policy.model.validators``) or a command.
 
-Each built-in takes the text a write would leave and ``partial`` (the gate's
-``partial allow``): when true, an incomplete prefix is ``incomplete`` rather
-than ``invalid``.  The valid path is one parse and nothing else.
+The valid path is one parse and nothing else.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
+from functools import cache
 
 from policy.model.compiled import Validator
+from policy.model.validators import BUILTIN_VALIDATORS
 from policy.runtime.gates.command import run_checker
-from policy.runtime.gates.data_syntax import check_json, check_toml, check_yaml
 from policy.runtime.gates.problems import Verdict, unavailable
-from policy.runtime.gates.python_syntax import check_python
 
-BUILTIN_CHECKS: dict[str, Callable[[str, bool], Verdict]] = {
-    "python": check_python,
-    "json": check_json,
-    "toml": check_toml,
-    "yaml": check_yaml,
-}
+Check = Callable[[str, bool], Verdict]
+"""A built-in validator: (text, partial) → verdict."""
+
+
+@cache
+def builtin_check(name: str) -> Check | None:
+    """The check registered under ``name``, imported on first use; None for an unknown name."""
+    target = BUILTIN_VALIDATORS.get(name)
+    if target is None:
+        return None
+    module, function = target.split(":")
+    check: Check = getattr(importlib.import_module(module), function)
+    return check
 
 
 def validate(validator: Validator, text: str, path: str, *, partial: bool) -> Verdict:
     """Check ``text``, the content ``path`` would have after a write."""
     if validator.kind == "command":
         return run_checker(validator, text, path, partial=partial)
-    check = BUILTIN_CHECKS.get(validator.kind)
+    check = builtin_check(validator.kind)
     if check is None:
         return unavailable(f"no built-in validator named {validator.kind!r}")
     return check(text, partial)
