@@ -273,6 +273,8 @@ class CompiledPolicy:
     """Every file that went into this policy, base files first."""
     max_scopes: int = 1000
     scan_limit: int = 64 * 1024
+    max_check_bytes: int = 2 * 1024 * 1024
+    """The largest text a write gate reads, builds or checks (a file, a write's result, an edit's)."""
     on_internal_error: Literal["allow", "block"] = "allow"
     deliver_warnings: Literal["tool_message", "next_request"] = "tool_message"
     """Where a loop warning reaches the model: appended to its call's ToolMessage, or queued and

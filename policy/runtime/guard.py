@@ -26,13 +26,13 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, TypeVar
 
 from policy.model.compiled import WRITING_ROLES, CompiledPolicy
 from policy.model.decision import ALLOW, Decision, RuleRef
 from policy.model.events import Scope, ToolCall, ToolResult
-from policy.runtime.gates import check_write, file_effect
+from policy.runtime.faults import TOO_DEEP_FACTS, GuardedStore, StoreFault, too_deep
+from policy.runtime.gates import FileEffect, bounded_effect, check_write, read_local_file
 from policy.runtime.loops.detector import LoopDetector
 from policy.runtime.loops.state import MAX_OPEN_CALLS, ScopeState, drop_oldest
 from policy.runtime.output import output_reader
@@ -51,14 +51,6 @@ MAX_QUEUED = 4
 """Warnings a scope keeps for its next model request (DeerFlow's cap); the oldest go first."""
 
 
-def read_local_file(path: str) -> str | None:
-    """The default ``read_file``: the local file system; a missing or unreadable file is None."""
-    try:
-        return Path(path).read_text(encoding="utf-8", errors="surrogateescape")
-    except (OSError, ValueError):
-        return None
-
-
 class Guard:
     """Evaluates events against one compiled policy.  Build one per policy and share it."""
 
@@ -74,8 +66,10 @@ class Guard:
 
             policy = load_policy(policy)
         self.policy = policy
-        self.read_file: ReadFile = read_file or read_local_file
+        limit = self.policy.max_check_bytes
+        self.read_file: ReadFile = read_file or (lambda path: read_local_file(path, limit))
         self.store: Store = store if store is not None else MemoryStore(self.policy.max_scopes)
+        self._state = GuardedStore(self.store, self.policy.name)
         self._loops = LoopDetector(self.policy)
         self._outputs = output_reader(self.policy)
         self._queues = self.policy.deliver_warnings == "next_request"
@@ -164,27 +158,42 @@ class Guard:
     def _on_turn(self, calls: Sequence[ToolCall], scope: Scope) -> Decision:
         if not calls:
             return ALLOW
-        with self.store.scope(scope) as state:
-            decision = self._loops.on_turn(state, calls, render=False)
+        readable = [call for call in calls if not too_deep(call)]
+        if not readable:
+            return Decision(metadata=TOO_DEEP_FACTS)
+
+        def work(state: ScopeState) -> Decision:
+            decision = self._loops.on_turn(state, readable, render=False)
             if decision.action == "warn" and decision.call_id is not None:
-                call = calls[0] if len(calls) == 1 else next(c for c in calls if c.id == decision.call_id)
+                call = readable[0] if len(readable) == 1 else next(
+                    c for c in readable if c.id == decision.call_id)
                 entry = _stored(decision, call)
                 if self._queues:
                     _queue(state, entry)
                 else:
                     _pending(state, decision.call_id)[_WARNING] = entry
-        return decision
+            return decision
+
+        decision = self._state.run(scope, work)
+        if isinstance(decision, StoreFault):
+            return Decision(metadata=decision.facts())
+        return decision if len(readable) == len(calls) else _with_facts(decision, TOO_DEEP_FACTS)
 
     def _on_call(self, call: ToolCall, scope: Scope) -> Decision:
+        """The gate's verdict first, from the call alone; the store only adds loop counting to it."""
         spec = self.policy.tool(call.name)
         if spec.role not in WRITING_ROLES:
             return ALLOW
-        effect = file_effect(spec, call.args, self.read_file)
+        effect = bounded_effect(spec, call.args, self.read_file, self.policy.max_check_bytes)
         if effect is None:
             return ALLOW
         decision = check_write(self.policy, call, self.read_file, effect)
-        with self.store.scope(scope) as state:
-            _pending(state, call.id)[_CHANGES_FILE] = effect.changes_file
+        if too_deep(call):
+            return _with_facts(decision, TOO_DEEP_FACTS)
+        changes_file = effect.changes_file if isinstance(effect, FileEffect) else None
+
+        def work(state: ScopeState) -> Decision:
+            _pending(state, call.id)[_CHANGES_FILE] = changes_file
             if decision.action != "block":
                 return decision
             rejection = ToolResult(content=decision.hint or "", status="error")
@@ -194,20 +203,30 @@ class Guard:
             streak = self._delivered(state, self._loops.on_result(
                 state, call, rejection, failed=True, error_key=error_key, state_changed=False))
             warning = state.pending.pop(call.id, {}).get(_WARNING)
-        return _combine([decision, streak, self._restore(warning)])
+            return _combine([decision, streak, self._restore(warning)])
+
+        combined = self._state.run(scope, work)
+        return _with_facts(decision, combined.facts()) if isinstance(combined, StoreFault) else combined
 
     def _on_result(self, call: ToolCall, result: ToolResult, scope: Scope) -> Decision:
+        """The signature hint first, from the result alone; the store adds loops and pending warnings."""
         output = self._outputs.read(result.content)
         diagnosis = diagnose(self.policy, call, result, output)
         signature = hint_decision(self.policy, call, result, diagnosis, self.read_file)
-        with self.store.scope(scope) as state:
+        if too_deep(call):
+            return _with_facts(signature, TOO_DEEP_FACTS)
+
+        def work(state: ScopeState) -> Decision:
             pending = state.pending.pop(call.id, {})
             changed = self._state_changed(call, diagnosis.failed, pending.get(_CHANGES_FILE))
             error_key = diagnosis.key if diagnosis.failed else None
             loops = self._delivered(state, self._loops.on_result(
                 state, call, result, failed=diagnosis.failed, error_key=error_key, state_changed=changed,
                 output=output))
-        return _combine([self._restore(pending.get(_WARNING)), loops, signature])
+            return _combine([self._restore(pending.get(_WARNING)), loops, signature])
+
+        combined = self._state.run(scope, work)
+        return _with_facts(signature, combined.facts()) if isinstance(combined, StoreFault) else combined
 
     def _delivered(self, state: ScopeState, decision: Decision) -> Decision:
         """A result's loop decision for its call; a warning goes to the queue under ``next_request``."""
@@ -252,6 +271,11 @@ class Guard:
             hint = f"[policy] internal error ({type(err).__name__}); the call was not checked."
             return Decision(action="block", rule=_INTERNAL, hint=hint, metadata=fault)
         return Decision(action="allow", rule=_INTERNAL, metadata=fault)
+
+
+def _with_facts(decision: Decision, facts: dict[str, Any]) -> Decision:
+    """The decision with ``facts`` added to its metadata (an allow keeps its call id and rule)."""
+    return decision._replace(metadata={**decision.metadata, **facts})
 
 
 def _pending(state: ScopeState, call_id: str) -> dict[str, Any]:
