@@ -8,7 +8,8 @@ import click
 
 from cli.paths import policy_sources
 from cli.terminal import color_enabled
-from policy.language.loader import check_policy, source_text
+from policy.language.loader import check_policy
+from policy.model.diagnostics import Diagnostic
 from policy.reporters import LintReport
 from policy.reporters.github import render_github
 from policy.reporters.json_format import render_json
@@ -17,7 +18,7 @@ from policy.reporters.text import render_text
 
 
 def _text(report: LintReport, *, color: bool) -> str:
-    return render_text(report, source_text, color=color)
+    return render_text(report, report.texts.get, color=color)
 
 
 FORMATS: dict[str, Callable[..., str]] = {
@@ -58,8 +59,13 @@ def lint(paths: tuple[str, ...], output_format: str, strict: bool) -> None:
 def lint_sources(sources: Iterable[str]) -> LintReport:
     """Check each source (a path or ``builtin:NAME``) and collect everything found."""
     checked = list(sources)
-    diagnostics = [d for source in checked for d in check_policy(source)[1]]
-    return LintReport.build(diagnostics, len(checked))
+    diagnostics: list[Diagnostic] = []
+    texts: dict[str, str] = {}
+    for source in checked:
+        result = check_policy(source)
+        diagnostics.extend(result.diagnostics)
+        texts.update(result.texts)
+    return LintReport.build(diagnostics, len(checked), texts)
 
 
 def render_report(report: LintReport, output_format: str, *, color: bool = False) -> str:

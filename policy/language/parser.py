@@ -1,15 +1,15 @@
 """Text → syntax tree.  Lark stays inside this module: no Lark object escapes it.
 
-The LALR parser is built once per process and cached (pickled) in the user's
-own cache folder, keyed by the grammar text and the Lark version.  Syntax
+The LALR parser is built once per process; its tables are cached as plain
+data in the user's private cache folder (``policy.language.grammar_cache``).  Syntax
 errors become coded diagnostics with the expected tokens named in words, and
 Lark's ``on_error`` recovery lets one run report several of them.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
+import math
 import re
 import textwrap
 from collections.abc import Callable, Iterator
@@ -27,11 +27,17 @@ from lark.exceptions import (
 
 from policy.language import ast
 from policy.language.codes import severity_of
+from policy.language.grammar_cache import cached_parser
 from policy.model.diagnostics import Diagnostic, Span
-from policy.resources import data_dir, user_cache_dir
+from policy.resources import data_dir
 
 MAX_SYNTAX_ERRORS = 20
+MAX_RECOVERIES = 200
+"""Syntax errors the parser recovers from before it stops (a bad line can hold thousands)."""
 MAX_DEPTH = 32
+MAX_NUMBER = 2**53
+"""The largest integer a policy may write (every integer up to it is exact as a float too)."""
+_MAX_DIGITS = 16
 
 _TOKEN_WORDS = {
     "NAME": "a name",
@@ -67,12 +73,7 @@ LARK_OPTIONS: dict[str, Any] = {
 @cache
 def _lark() -> Lark:
     grammar = (data_dir("grammar") / "policy.lark").read_text(encoding="utf-8")
-    digest = hashlib.sha256(f"{lark.__version__}\0{grammar}".encode()).hexdigest()[:16]
-    try:
-        cache_file: str | bool = str(user_cache_dir() / f"grammar-{digest}.lark-cache")
-    except OSError:
-        cache_file = False  # no writable cache folder: build in memory every time
-    return Lark(grammar, **LARK_OPTIONS, cache=cache_file)
+    return cached_parser(grammar, LARK_OPTIONS)
 
 
 def build_parser_uncached() -> Lark:
@@ -88,6 +89,12 @@ def token_words(names: set[str] | frozenset[str]) -> list[str]:
 
 def parse_bytes(data: bytes, path: str) -> tuple[ast.PolicyFile | None, list[Diagnostic]]:
     """Decode and parse a file's bytes; undecodable input is a diagnostic, not an exception."""
+    text, problems = decode_policy(data, path)
+    return (None, problems) if text is None else parse(text, path)
+
+
+def decode_policy(data: bytes, path: str) -> tuple[str | None, list[Diagnostic]]:
+    """A policy file's text (UTF-8, a leading BOM dropped), or None and the E001 that says why not."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -101,22 +108,24 @@ def parse_bytes(data: bytes, path: str) -> tuple[ast.PolicyFile | None, list[Dia
     if nul >= 0:
         span = _span_at(text, nul, nul + 1, path)
         return None, [_diag("E001", "file contains a NUL byte: it looks binary, not a policy", span)]
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    return parse(text, path)
+    return text.removeprefix("\ufeff"), []
 
 
 def parse(text: str, path: str) -> tuple[ast.PolicyFile | None, list[Diagnostic]]:
     """Parse policy text.  Returns the tree (None when there are syntax errors) and diagnostics."""
     errors: list[Diagnostic] = []
     seen_lines: set[int] = set()
+    recoveries = 0
 
     def on_error(err: UnexpectedInput) -> bool:
-        diagnostic = _syntax_diagnostic(err, text, path)
-        if diagnostic.span.line not in seen_lines:
-            seen_lines.add(diagnostic.span.line)
-            errors.append(diagnostic)
-        return len(errors) < MAX_SYNTAX_ERRORS
+        nonlocal recoveries
+        recoveries += 1
+        if getattr(err, "line", None) not in seen_lines:  # placing an error scans the text before it
+            diagnostic = _syntax_diagnostic(err, text, path)
+            if diagnostic.span.line not in seen_lines:
+                seen_lines.add(diagnostic.span.line)
+                errors.append(diagnostic)
+        return len(errors) < MAX_SYNTAX_ERRORS and recoveries < MAX_RECOVERIES
 
     try:
         tree = _lark().parse(text, on_error=on_error)
@@ -209,12 +218,12 @@ class _BuildError(Exception):
 
 
 def _long_string_value(token: str) -> str:
+    """A text's value: line endings read as LF (a file's meaning does not depend on them), the first
+    newline dropped, the common indentation removed."""
     body = token[3:-3]
-    if body.startswith("\r\n"):
-        body = body[2:]
-    elif body.startswith("\n"):
-        body = body[1:]
-    return textwrap.dedent(body)
+    if "\r" in body:
+        body = body.replace("\r\n", "\n").replace("\r", "\n")
+    return textwrap.dedent(body.removeprefix("\n"))
 
 
 _NESTING = frozenset({"block", "json_object", "json_array"})
@@ -322,21 +331,36 @@ class _Builder:
         span, flags = self.span(token), text[close + 1:]
         return ast.Regex(span=span, pattern=pattern, flags=flags)
 
+    def bounded(self, token: Token, digits: str, scale: int = 1) -> int:
+        """An integer literal (times ``scale``); raises E007 past ``MAX_NUMBER``, before converting a
+        long run of digits."""
+        if len(digits.lstrip("-")) > _MAX_DIGITS or abs(value := int(digits) * scale) > MAX_NUMBER:
+            raise _BuildError(_diag("E007", f"`{token}` is too large a number", self.span(token),
+                                    f"numbers are at most {MAX_NUMBER}"))
+        return value
+
     def number(self, token: Token) -> ast.Number:
         text = str(token)
-        value: int | float = float(text) if any(c in text for c in ".eE") else int(text)
+        value: int | float
+        if any(c in text for c in ".eE"):
+            value = float(text)
+            if not math.isfinite(value):
+                raise _BuildError(_diag("E007", f"`{text}` is too large a number", self.span(token),
+                                        "a decimal number is at most about 1.8e308"))
+        else:
+            value = self.bounded(token, text)
         return ast.Number(span=self.span(token), value=value, text=text)
 
     def size(self, token: Token) -> ast.Size:
         text = str(token)
         digits = text.rstrip("BKMGi")
-        value = int(digits) * _SIZE_UNITS[text[len(digits):]]
+        value = self.bounded(token, digits, _SIZE_UNITS[text[len(digits):]])
         return ast.Size(span=self.span(token), value=value, text=text)
 
     def range(self, token: Token) -> ast.Range:
-        low, high = str(token).split("..")
+        low, high = (self.bounded(token, part) for part in str(token).split(".."))
         span = self.span(token)
-        return ast.Range(span=span, low=int(low), high=int(high))
+        return ast.Range(span=span, low=low, high=high)
 
     # rules
 

@@ -4,6 +4,9 @@ Patterns run on RE2, whose matching time is linear in the input: a pattern
 that only a backtracking engine can run (backreferences, lookaround,
 possessive or atomic groups) is E202, told apart from a plain invalid
 pattern (E201) by asking Python's ``re`` whether it would have compiled.
+Linear is not enough when the constant is huge: more than
+``MAX_CAPTURE_GROUPS`` groups (E204) or a program larger than
+``MAX_PROGRAM_SIZE`` (E205) is refused, and RE2's memory is capped.
 """
 
 from __future__ import annotations
@@ -30,9 +33,18 @@ _UNSUPPORTED = [
 _HELP_E202 = "patterns run on RE2, which matches in linear time and has no backtracking: rewrite without it"
 
 
+MAX_CAPTURE_GROUPS = 32
+"""More groups make RE2 fall back to slower engines to extract them (time grows with their number)."""
+MAX_PROGRAM_SIZE = 10_000
+"""The largest compiled program (RE2's own measure; the shipped patterns stay under 400)."""
+MAX_MEMORY = 8 << 20
+"""RE2's memory budget per pattern, in bytes."""
+
+
 def _options() -> re2.Options:
     options = re2.Options()
     options.log_errors = False
+    options.max_mem = MAX_MEMORY
     return options
 
 
@@ -52,6 +64,14 @@ def compile_regex(node: ast.Regex, report: DiagnosticCollector) -> Pattern | Non
         regex = re2.compile(source, _OPTIONS)
     except re2.error as err:
         _report_rejected(node, source, _message(err), report)
+        return None
+    if regex.groups > MAX_CAPTURE_GROUPS:
+        report.add("E204", f"pattern has {regex.groups} capture groups, more than {MAX_CAPTURE_GROUPS}",
+                   node.span, "use `(?:…)` for groups whose text no hint needs")
+        return None
+    if regex.programsize > MAX_PROGRAM_SIZE:
+        report.add("E205", f"pattern compiles to {regex.programsize} RE2 instructions, more than "
+                   f"{MAX_PROGRAM_SIZE}", node.span, "shorten it, or split it into several signatures")
         return None
     groups = tuple(name for name, _ in sorted(regex.groupindex.items(), key=lambda item: item[1]))
     return Pattern(source=node.pattern, flags=flags, regex=regex, groups=groups)

@@ -103,9 +103,16 @@ class ToolSpec:
         return args.get(name) if name is not None else None
 
 
+SYNTAX_TREE_LANGUAGES = (
+    "javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp", "ruby", "php", "shell", "html",
+    "css",
+)
+"""The languages a gate checks with a tree-sitter grammar (``check javascript``): runtime/gates/grammars."""
+
+
 @dataclass(frozen=True)
 class Validator:
-    """A syntax checker: a built-in (python, json, toml, yaml) or an external command."""
+    """A syntax checker: a built-in (python, json, toml, yaml, a tree-sitter language) or a command."""
 
     kind: str
     command: str | None = None
@@ -286,6 +293,8 @@ class CompiledPolicy:
     """Every file that went into this policy, base files first."""
     max_scopes: int = 1000
     scan_limit: int = 64 * 1024
+    max_check_bytes: int = 2 * 1024 * 1024
+    """The largest text a write gate reads, builds or checks (a file, a write's result, an edit's)."""
     on_internal_error: Literal["allow", "block"] = "allow"
     deliver_warnings: Literal["tool_message", "next_request"] = "tool_message"
     """Where a loop warning reaches the model: appended to its call's ToolMessage, or queued and

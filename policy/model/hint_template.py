@@ -13,13 +13,14 @@ import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache, cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from policy.model.diagnostics import Span
 
 if TYPE_CHECKING:  # Jinja2 itself is imported when the first template is parsed or rendered
     from jinja2 import Template
-    from jinja2.sandbox import SandboxedEnvironment
+
+    from policy.model.hint_sandbox import BoundedEnvironment
 
 log = logging.getLogger("policy.hints")
 
@@ -114,12 +115,13 @@ def basename(path: Any) -> str:
 
 
 @cache
-def environment() -> SandboxedEnvironment:
+def environment() -> BoundedEnvironment:
     """The one environment every hint template is compiled in."""
     from jinja2 import StrictUndefined
-    from jinja2.sandbox import SandboxedEnvironment
 
-    env = SandboxedEnvironment(
+    from policy.model.hint_sandbox import BoundedEnvironment, bounded_filter, bounded_range
+
+    env = BoundedEnvironment(
         undefined=StrictUndefined,
         autoescape=False,
         trim_blocks=True,
@@ -132,6 +134,8 @@ def environment() -> SandboxedEnvironment:
         json=plain_json,
         pip_name=pip_name,
     )
+    env.filters = {name: bounded_filter(function) for name, function in env.filters.items()}
+    env.globals["range"] = bounded_range
     return env
 
 
@@ -161,7 +165,12 @@ class HintTemplate:
         return environment().from_string(self.source)
 
     def render(self, variables: Mapping[str, Any]) -> str:
-        """Render; a failure is logged and replaced by a plain one-line hint.
+        """Render; a failure is logged and replaced by a plain one-line hint."""
+        return self.render_checked(variables).text
+
+    def render_checked(self, variables: Mapping[str, Any]) -> RenderedHint:
+        """Render within the sandbox's bounds (``policy.model.hint_sandbox``); a failure or a bound
+        exceeded is logged and gives the plain one-line hint, with the reason.
 
         Only the variables the template reads are taken from ``variables`` (a
         ``policy.model.variables.HintVariables`` computes no others).
@@ -174,10 +183,25 @@ class HintTemplate:
                 except KeyError:  # a global, or a name nothing provides (StrictUndefined reports it)
                     continue
                 context[name] = value
-            return self.template.render(context).strip("\n")
+            from policy.model.hint_sandbox import bounded_concat
+
+            template = self.template
+            text = bounded_concat(template.root_render_func(template.new_context(context)))
+            return RenderedHint(text.strip("\n"))
         except Exception as err:  # a hint must never break the agent
             log.warning("hint %s failed to render: %s", self.name, err)
-            return fallback_hint(variables)
+            return RenderedHint(fallback_hint(variables), f"{type(err).__name__}: {err}")
+
+
+class RenderedHint(NamedTuple):
+    """A rendered hint; ``fallback`` says why the plain fallback text was used instead (None: it was not)."""
+
+    text: str
+    fallback: str | None = None
+
+    def facts(self) -> dict[str, Any]:
+        """What a decision's metadata says about the render: nothing, or why it fell back."""
+        return {} if self.fallback is None else {"hint_fallback": self.fallback}
 
 
 def compile_hint(name: str, source: str, span: Span | None = None) -> HintTemplate:

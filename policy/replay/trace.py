@@ -73,8 +73,13 @@ def read_events(lines: Iterable[str]) -> Iterator[tuple[int, Event | TraceError]
         except json.JSONDecodeError as err:
             yield number, TraceError(number, f"not JSON: {err.msg} (column {err.colno})")
             continue
+        except RecursionError:
+            yield number, TraceError(number, "lists or objects nested too deeply to read")
+            continue
         try:
             yield number, _ADAPTER.validate_python(data)
+        except RecursionError:
+            yield number, TraceError(number, "invalid event: lists or objects nested too deeply")
         except ValidationError as err:
             problem = err.errors()[0]
             where = ".".join(str(p) for p in problem["loc"]) or "event"

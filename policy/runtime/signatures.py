@@ -132,8 +132,11 @@ def hint_decision(
     if rule is None:
         return Decision(call_id=call.id)
     hint = None
+    metadata: dict[str, Any] = {"matches": list(diagnosis.matches), "failed": diagnosis.failed}
     if rule.hint is not None:
-        hint = rule.hint.render(hint_variables(policy, call, result, diagnosis, rule, read_file))
+        rendered = rule.hint.render_checked(hint_variables(policy, call, result, diagnosis, rule, read_file))
+        hint = rendered.text
+        metadata.update(rendered.facts())
     return Decision(
         action=rule.action,
         rule=rule.ref,
@@ -141,7 +144,7 @@ def hint_decision(
         signature=rule.ref.name,
         captures=dict(diagnosis.captures),
         hint=hint,
-        metadata={"matches": list(diagnosis.matches), "failed": diagnosis.failed},
+        metadata=metadata,
     )
 
 

@@ -61,7 +61,8 @@ from policy.hooks.langchain.scope import RunScopes
 from policy.model.compiled import CompiledPolicy
 from policy.model.decision import Decision
 from policy.model.events import Scope, ToolCall, ToolResult
-from policy.runtime.guard import Guard, read_local_file
+from policy.runtime.gates.bounds import read_local_file
+from policy.runtime.guard import Guard
 from policy.runtime.workspace.base import Workspace
 from policy.runtime.workspace.listed import ListedWorkspace
 from policy.stores.lru import LruDict

@@ -32,7 +32,8 @@ def compile_policy(composition: Composition, report: DiagnosticCollector) -> Com
     header = composition.declarations.get(("policy", ""))
     settings: dict[str, Setting] = header.settings if header else {}
     max_scopes = _max_scopes(ctx, settings)
-    scan_limit = _scan_limit(ctx, settings)
+    scan_limit = _byte_limit(ctx, settings, "scan_limit", "64KB")
+    max_check_bytes = _byte_limit(ctx, settings, "max_check_bytes", "2MB")
     ignore = names(settings, "ignore")
     default_key = key_args(ctx, settings.get("key"), None)
     default_ignore = frozenset(ignore or ())
@@ -54,6 +55,7 @@ def compile_policy(composition: Composition, report: DiagnosticCollector) -> Com
         sources=tuple(composition.sources),
         max_scopes=max_scopes or CompiledPolicy.max_scopes,
         scan_limit=scan_limit or CompiledPolicy.scan_limit,
+        max_check_bytes=max_check_bytes or CompiledPolicy.max_check_bytes,
         on_internal_error="block" if word(settings, "on_internal_error", "allow") == "block" else "allow",
         deliver_warnings="next_request" if word(settings, "deliver_warnings", "") == "next_request"
         else "tool_message",
@@ -87,16 +89,16 @@ def _max_scopes(ctx: Context, settings: dict[str, Setting]) -> int | None:
     return found[0]
 
 
-def _scan_limit(ctx: Context, settings: dict[str, Setting]) -> int | None:
-    value = first_value(settings, "scan_limit")
+def _byte_limit(ctx: Context, settings: dict[str, Setting], name: str, example: str) -> int | None:
+    value = first_value(settings, name)
     if isinstance(value, ast.Size | ast.Number) and isinstance(value.value, int):
         if value.value >= 1:
             return value.value
         ctx.report.add(
             "E402",
-            f"`scan_limit` must be at least 1 byte, not {value.value}",
+            f"`{name}` must be at least 1 byte, not {value.value}",
             value.span,
-            "e.g. `scan_limit 64KB`",
+            f"e.g. `{name} {example}`",
         )
     return None
 

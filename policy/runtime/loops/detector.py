@@ -109,7 +109,8 @@ class LoopDetector:
             decision = decision._replace(metadata={**decision.metadata, "call": summary})
         variables = common_variables(self.policy.name, rule, decision.action, call, summary)
         variables.update(decision.metadata)
-        return decision._replace(hint=template.render(variables))
+        checked = template.render_checked(variables)
+        return decision._replace(hint=checked.text, metadata={**decision.metadata, **checked.facts()})
 
     def _decide(self, finding: Finding, *, render: bool = True) -> Decision:
         """Mark, log and (unless ``render`` is False and it has a template) render the selected finding."""
@@ -122,13 +123,15 @@ class LoopDetector:
             return Decision(action=finding.action, rule=finding.ref, call_id=finding.call.id,
                             metadata=metadata)
         summary = call_summary(finding.call)
+        rendered: dict[str, Any] = {}
         if finding.hint is None:
             hint = f"[policy] loop {finding.ref.name} {finding.action}: {finding}."
         else:
             variables = common_variables(self.policy.name, finding.ref, finding.action, finding.call, summary)
             variables.update(finding.facts)
-            hint = finding.hint.render(variables)
-        metadata = {"layer": finding.kind, "call": summary, **finding.facts, **finding.metadata}
+            checked = finding.hint.render_checked(variables)
+            hint, rendered = checked.text, checked.facts()
+        metadata = {"layer": finding.kind, "call": summary, **finding.facts, **finding.metadata, **rendered}
         return Decision(action=finding.action, rule=finding.ref, hint=hint, call_id=finding.call.id,
                         metadata=metadata)
 

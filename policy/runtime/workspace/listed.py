@@ -13,6 +13,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Callable, Iterable, Sequence
 
+from policy.runtime.gates.bounds import TooLarge
 from policy.runtime.workspace.coverage import Coverage
 from policy.runtime.workspace.ignore import IgnoreFile, IgnoreStack
 from policy.runtime.workspace.local import DEFAULT_MAX_FILES, GITIGNORE, SKIPPED_FOLDERS, VENV_MARKER
@@ -96,7 +97,11 @@ class ListedWorkspace:
         return relative, int(size), int(mtime), int(ctime)  # type: ignore[call-overload]
 
     def read(self, path: str) -> str | None:
-        return self.read_file(posixpath.join(self.root, path))
+        """The file's text through ``read_file``; None when it cannot be read (or is too large)."""
+        try:
+            return self.read_file(posixpath.join(self.root, path))
+        except (TooLarge, OSError):
+            return None
 
     def relative(self, path: str) -> str | None:
         full = posixpath.normpath(posixpath.join(self.root, path))

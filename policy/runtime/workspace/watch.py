@@ -23,6 +23,7 @@ from typing import Any
 from policy.model.compiled import WRITING_ROLES, CompiledPolicy
 from policy.model.decision import Decision
 from policy.model.events import ToolCall
+from policy.runtime.gates.bounds import TooLarge
 from policy.runtime.gates.effects import FileEffect
 from policy.runtime.gates.gate import check_effect, matching_gate
 from policy.runtime.gates.shell_writes import shell_writes
@@ -84,7 +85,10 @@ class FileWatch:
         for write in shell_writes(command):
             path = write.path
             gate = matching_gate(self.policy.gates, path)
-            before = texts[path] if path in texts else self.read_file(path)
+            try:
+                before = texts[path] if path in texts else self.read_file(path)
+            except TooLarge:
+                return None  # a file too large to check: not gated before it runs
             after = (before or "") + write.text if write.append else write.text
             texts[path] = after
             if gate is None or after == before:
