@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from policy.model.compiled import ROLE_STATEMENTS
+from policy.model.compiled import ROLE_STATEMENTS, SYNTAX_TREE_LANGUAGES
 from policy.model.decision import ACTIONS
 from policy.model.validators import BUILTIN_VALIDATORS
 
-VALIDATORS = tuple(BUILTIN_VALIDATORS)
+VALIDATORS = (*BUILTIN_VALIDATORS, *SYNTAX_TREE_LANGUAGES)
 """Built-in syntax checkers a gate can name (``check command "…"`` runs an external one)."""
 
 RULE_KINDS = ("tool", "gate", "signature", "loop", "hint", "test")

@@ -103,9 +103,16 @@ class ToolSpec:
         return args.get(name) if name is not None else None
 
 
+SYNTAX_TREE_LANGUAGES = (
+    "javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp", "ruby", "php", "shell", "html",
+    "css",
+)
+"""The languages a gate checks with a tree-sitter grammar (``check javascript``): runtime/gates/grammars."""
+
+
 @dataclass(frozen=True)
 class Validator:
-    """A syntax checker: a built-in (python, json, toml, yaml) or an external command."""
+    """A syntax checker: a built-in (python, json, toml, yaml, a tree-sitter language) or a command."""
 
     kind: str
     command: str | None = None

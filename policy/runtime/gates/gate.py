@@ -59,7 +59,7 @@ def check_write(policy: CompiledPolicy, call: ToolCall, read_file: ReadFile,
     if effect is None or not effect.changes_file:
         return allow
     partial = gate.partial and spec.role == "write"
-    verdict = validate(gate.validator, effect.after, effect.path, partial=partial)
+    verdict = validate(gate.validator, effect.after, effect.path, partial=partial, before=effect.before)
     if verdict.status == "valid":
         return allow
     if verdict.problem is not None:
