@@ -20,14 +20,22 @@ from typing import Literal
 ModuleOrigin = Literal["project", "extension", "third_party"]
 ReadFile = Callable[[str], "str | None"]
 
-_FRAME_FILE = re.compile(r'(?m)^\s*File "(?P<path>[^"\n]+)", line \d+|^(?P<short>[\w./-]+\.py):\d+: in ')
-"""A traceback frame's file (CPython's form, and pytest's short form)."""
+_FRAME_FILE = re.compile(r'File "([^"\n]+)", line \d+')
+"""A traceback frame's file, as CPython writes it (a literal start: a fast search)."""
+_PYTEST_FRAME_FILE = re.compile(r"(?m)^([\w./-]+\.py):\d+: in ")
+"""…and as pytest writes it (looked for only when the output has a ``.py:`` in it)."""
 _INSTALLED = re.compile(r"/(?:site|dist)-packages/|/lib/python\d[\d.]*/|^<|/\.venv/|/venv/|/node_modules/")
 """Files of installed code, the standard library, or no file at all."""
 _PROJECT_NAMES = re.compile(
     r"^(?:tests?|testing|conftest|manage|settings|src|test_\w*|\w*_tests?|\w*settings\w*|\w*_test_\w*)$"
 )
 """Top-level names only a project has: its tests and its settings."""
+_COMMAND_WORD = re.compile(r"[^\s'\"=]+")
+"""A word of a command, split at quotes and ``=`` too (``PYTHONPATH=src/lib``)."""
+_SETTINGS_OPTION = re.compile(
+    r"SETTINGS_MODULE=['\"]?(?P<module>[\w.]+)|--settings[= ]['\"]?(?P<option>[\w.]+)"
+)
+"""A settings module the command names (Django's variable, a test runner's option)."""
 _EXTENSION_SOURCES = (".c", ".pyx", ".cpp")
 MAX_FOLDERS = 6
 """Most traceback folders looked in (each look is a read through the guard's reader)."""
@@ -47,9 +55,8 @@ def module_origin(module: str, output: str, command: str, read_file: ReadFile | 
                 return "extension"
     if _PROJECT_NAMES.match(top) or any(_is_package_on_path(top, folder, read_file) for folder in folders):
         return "project"
-    if re.search(rf"(?:^|[\s/=]){re.escape(top)}(?:/|\.py\b)|SETTINGS_MODULE=['\"]?{re.escape(top)}\b"
-                 rf"|--settings[= ]['\"]?{re.escape(top)}\b", command):
-        return "project"  # a path of the command, or the settings module it names
+    if _named_by_command(top, command):
+        return "project"
     if read_file is not None:
         for folder in ["", "src", *folders]:
             candidates = (_join(folder, f"{top}.py"), _join(folder, f"{top}/__init__.py"))
@@ -58,14 +65,32 @@ def module_origin(module: str, output: str, command: str, read_file: ReadFile | 
     return "third_party"
 
 
+def _named_by_command(top: str, command: str) -> bool:
+    """Does the command name ``top`` as a folder of a path, a ``top.py`` file, or the
+    settings module (``DJANGO_SETTINGS_MODULE=top.settings``, ``--settings top``)?"""
+    if top not in command:
+        return False
+    for word in _COMMAND_WORD.findall(command):
+        parts = word.split("/")
+        if top in parts[:-1] or parts[-1] == f"{top}.py":
+            return True
+    for found in _SETTINGS_OPTION.finditer(command):
+        if (found.group("module") or found.group("option")).split(".")[0] == top:
+            return True
+    return False
+
+
 def _project_folders(output: str) -> Iterator[str]:
     """The folders of the traceback's files that are not installed code, each with
     up to ``PARENT_LEVELS`` of its parents, nearest first, without repeats."""
     seen: set[str] = set()
-    for match in _FRAME_FILE.finditer(output):
+    output = output[max(output.rfind("Traceback (most recent call last):"), 0) :]  # the final one
+    paths = _FRAME_FILE.findall(output)
+    if ".py:" in output:
+        paths += _PYTEST_FRAME_FILE.findall(output)
+    for path in paths:
         if len(seen) >= MAX_FOLDERS:
             return
-        path = match.group("path") or match.group("short")
         if _INSTALLED.search(path):
             continue
         folder = posixpath.dirname(path)

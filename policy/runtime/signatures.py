@@ -20,7 +20,7 @@ from policy.model.hint_template import COMMON_VARIABLES, truncate_middle
 from policy.model.per_policy import per_policy
 from policy.model.re2_spans import Spans, group_text
 from policy.model.variables import HintVariables
-from policy.runtime.exit_status import by_design, reported_status
+from policy.runtime.exit_status import by_design, may_be_by_design, reported_status
 from policy.runtime.module_origin import ReadFile, module_origin
 from policy.runtime.output import Output, decode, last_bytes, output_reader
 
@@ -219,9 +219,11 @@ def _is_failed(policy: CompiledPolicy, call: ToolCall, result: ToolResult, outpu
     if not failed:
         return False
     command = (reported.command if reported is not None else None) or spec.arg("command", call.args)
+    if not isinstance(command, str) or not may_be_by_design(command):
+        return True
     code = reported.code if reported is not None else None
     named = any(policy.signatures[i].on_error_only for i in output.signatures)
-    return not (isinstance(command, str) and by_design(command, code, decode(output.tail), named))
+    return not by_design(command, code, decode(output.tail), named)
 
 
 def _error_text(policy: CompiledPolicy, output: Output) -> str:
