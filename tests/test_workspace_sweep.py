@@ -11,6 +11,7 @@ from workspace_cases import APP, BASE, BROKEN, CASES, CORRECT, SCOPE, Case, prep
 from policy.language.loader import load_policy
 from policy.model.events import Scope, ToolCall, ToolResult
 from policy.runtime.guard import Guard
+from policy.runtime.workspace.sweep import CLOCK_SLACK_NS
 
 SWEEP_ONLY = """
 extends "builtin:default"
@@ -136,6 +137,9 @@ def test_many_scopes_share_one_workspace_without_mixing_their_findings(tmp_path:
     guard.on_result(call, ToolResult(content=""), other)
     _, decision = run_command(guard, tmp_path, "sed -i 's/):$/)/' app.py", "c1")
     assert decision.action == "hint"
+    # File times lag the clock by up to CLOCK_SLACK_NS, so a change made just before a command
+    # starts counts as that command's: the other scope's command starts after that window.
+    time.sleep(2 * CLOCK_SLACK_NS / 1e9)
     later = ToolCall(id="o2", name="bash", args={"command": "ls"})
     guard.on_call(later, other)
     assert guard.on_result(later, ToolResult(content=""), other).action == "allow"
