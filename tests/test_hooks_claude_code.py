@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -747,3 +748,52 @@ def test_a_multiedit_that_breaks_the_file_is_denied(hook: Hook) -> None:
     reply = hook.answer(event)
 
     assert reply is not None and reply["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+# --- big inputs ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("resident", [False, True], ids=["fallback", "resident"])
+def test_a_write_over_max_check_bytes_is_allowed_and_the_user_is_told(tmp_path: Path, resident: bool) -> None:
+    hook = Hook(tmp_path, resident=resident)
+    policy = tmp_path / "small.policy"
+    policy.write_text('extends "builtin:claude-code"\npolicy "small" { max_check_bytes 1KB }\n')
+    broken = "def f(:\n    pass\n"
+    try:
+        small = hook.event("pre_write_broken_python", tool_input={"file_path": "app.py", "content": broken})
+        assert hook.answer(small, "--policy", str(policy), process=True) is not None  # checked: denied
+        big = hook.event("pre_write_broken_python",
+                         tool_input={"file_path": "app.py", "content": broken + "x = 1\n" * 400})
+
+        done = hook.run(big, "--policy", str(policy))
+
+        assert done.returncode == 0 and "Traceback" not in done.stderr
+        reply = json.loads(done.stdout)
+        assert "hookSpecificOutput" not in reply  # allowed: Claude Code's own permission rules apply
+        assert re.fullmatch(r"PreToolUse Write: policyctl's python gate did not check this call: .*"
+                            r"max_check_bytes.*\.", reply["systemMessage"])
+        assert reply["systemMessage"] in done.stderr  # also in Claude Code's debug log
+    finally:
+        hook.stop_residents()
+
+
+# --- the compiled-policy cache ------------------------------------------------------------------
+
+
+def test_cached_hint_templates_render_from_their_compiled_code(tmp_path: Path) -> None:
+    from policy.hooks.policy_cache import PolicyCache
+
+    cache = PolicyCache(tmp_path / "compiled")
+    compiled, _ = cache.load("builtin:claude-code")
+    cached, _ = cache.load("builtin:claude-code")  # the entry the first load wrote
+    assert cached is not compiled and cached == compiled
+    template = cached.hints["syntax_error"]
+    assert template.code is not None and compiled.hints["syntax_error"].code is None
+    variables = {"path": "app.py", "line": 1, "column": 7, "message": "invalid syntax",
+                 "snippet": "1 | def f(:", "validator": "python", "output": "", "tool": "Write"}
+    expected = compiled.hints["syntax_error"].render_checked(variables)
+    assert expected.fallback is None and "app.py" in expected.text
+
+    assert template.render_checked(variables) == expected
+    other_jinja2 = dataclasses.replace(template, code=("0.0-other", template.code[1]))
+    assert other_jinja2.render_checked(variables) == expected  # compiled again from its source

@@ -13,7 +13,6 @@ next time (its time may not yet show a change made in the same clock tick).
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -205,6 +204,8 @@ class LocalWorkspace:
         empty when the root is not in a git work tree or git cannot run."""
         if not paths:
             return {}
+        import subprocess  # only for a workspace that reads git's index
+
         request = "".join(f":./{path}\n" for path in paths).encode("utf-8", "surrogateescape")
         try:
             done = subprocess.run(["git", "-C", self.root, "cat-file", "--batch"], input=request,
