@@ -401,6 +401,33 @@ def test_the_readme_install_commands_write_the_readme_settings(tmp_path: Path) -
     assert (settings.parent / "settings.json.bak").exists()
 
 
+def test_the_user_install_writes_the_fast_command_and_it_answers(hook: Hook, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = {**os.environ, "HOME": str(home), "CLAUDE_CONFIG_DIR": ""}
+
+    def install(*args: str) -> dict[str, Any]:
+        done = subprocess.run([sys.executable, "-m", "cli", "install", "claude-code", "--user", *args],
+                              capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+        assert done.returncode == 0, done.stderr
+        loaded: dict[str, Any] = json.loads((home / ".claude" / "settings.json").read_text())
+        return loaded
+
+    settings = install()
+    commands = {h["command"] for groups in settings["hooks"].values() for g in groups for h in g["hooks"]}
+    (command,) = commands
+    words = shlex.split(command)
+    assert words[:3] == [sys.executable, "-S", "-P"] and words[4:] == ["hook", "claude-code"]
+    assert Path(words[3]) == ROOT / "cli" / "hook_client.py"
+
+    for resident in ("0", "1"):  # answered by itself (site added on demand), then via the resident
+        done = subprocess.run(words, input=json.dumps(hook.event("pre_write_broken_python")),
+                              capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                              env={**hook.env, "POLICYCTL_HOOK_RESIDENT": resident})
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+        assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert install("--uninstall") == {}
+
+
 def test_install_is_idempotent_and_refuses_broken_settings(tmp_path: Path) -> None:
     settings = tmp_path / ".claude" / "settings.json"
 
