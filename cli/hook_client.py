@@ -14,7 +14,9 @@ else ``$XDG_STATE_HOME/policyctl/run`` (``~/.local/state``).  The resident
 process is not used with ``--no-resident``, when ``POLICYCTL_HOOK_RESIDENT``
 is ``0``/``false``/``off``/``no``, when ``CI`` is set (unless
 ``POLICYCTL_HOOK_RESIDENT`` is set to anything else), or when the platform
-has no Unix sockets.
+is not POSIX (no Unix sockets).  ``socket`` is imported only when the socket
+file exists, so the event that has to start the resident process does not
+pay for it.
 
 Wire format (one connection per event): the request is ``PCH1\\n``, the
 policy source, ``\\n``, then the event's bytes; the reply is
@@ -45,7 +47,7 @@ def run(arguments: list[str]) -> int | None:
     policy, resident = options
     stdin = sys.stdin.buffer.read()
     path = socket_path() if resident and resident_wanted() else None
-    reply = forward(path, policy, stdin) if path is not None else None
+    reply = forward(path, policy, stdin) if path is not None and os.path.exists(path) else None
     answered_here = reply is None
     out, err = answer_here(policy, stdin) if reply is None else reply
     if out:
@@ -64,9 +66,7 @@ def resident_wanted() -> bool:
     setting = os.environ.get(RESIDENT_ENV, "").strip().lower()
     if setting in _OFF or (not setting and os.environ.get("CI")):
         return False
-    import socket
-
-    return hasattr(socket, "AF_UNIX")
+    return os.name == "posix"  # Unix sockets, checked without importing socket before it is needed
 
 
 def socket_path() -> str | None:

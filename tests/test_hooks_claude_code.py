@@ -579,7 +579,11 @@ def test_every_shell_says_command_not_found_its_own_way(hook: Hook, message: str
     assert "`rg`" in reply["hookSpecificOutput"]["additionalContext"]
 
 
-IMPERATIVE = re.compile(r"(?m)(^|\. )(Do not|Don't|Tell the user|Fix|Check|Install|Use|Stop|Make) ")
+IMPERATIVE = re.compile(
+    r"(?m)(?:^|[.;:] |\] )(?:Add|Ask|Build|Call|Check|Create|Do|Edit|Find|Fix|Free|Include|Install|List|Look|"
+    r"Make|Never|Open|Read|Remove|Run|Send|Set|Start|Stop|Tell|Try|Use|View|Wait)\b"
+    r"|(?:^|[.;:] )(?:do not|don't)\b|\b[Yy]ou (?:must|should|need to|have to)\b")
+"""An order: a sentence (or clause) that starts with a verb a hint would command, or a "you must"."""
 
 
 def test_context_text_states_facts(hook: Hook) -> None:
@@ -601,6 +605,45 @@ def test_context_text_states_facts(hook: Hook) -> None:
         assert not IMPERATIVE.search(text), text
     stop = next(r for r in replies if r is not None and r.get("continue") is False)
     assert re.fullmatch(r"policyctl stopped the agent by loop repeat\. [^\n]+[.]", stop["stopReason"])
+
+
+def test_every_hint_the_claude_code_policy_delivers_states_facts() -> None:
+    """Every recorded case of the default policy and of the Claude Code policy, answered under the
+    Claude Code policy: each hint it renders, of every hint file it ships, reads as facts."""
+    from policy.testing.runner import run_test
+
+    claude_code, default = load_policy("builtin:claude-code"), load_policy("builtin:default")
+    rendered: dict[str, list[str]] = {}
+    for case in [*default.tests, *claude_code.tests]:
+        for record in run_test(claude_code, case).calls:
+            decision = record.decision
+            for part in decision.metadata.get("decisions") or [decision.to_dict()]:
+                if part.get("hint") and part.get("rule"):
+                    rendered.setdefault(str(part["rule"]), []).append(part["hint"])
+
+    orders = {rule: match.group(0) for rule, hints in rendered.items() for hint in hints
+              if (match := IMPERATIVE.search(hint))}
+    assert orders == {}
+    sources = {template.source for template in claude_code.hints.values()}
+    shipped = {path.read_text(encoding="utf-8") for path in (ROOT / "hints" / "claude_code").glob("*.j2")}
+    assert sources == shipped  # every hint of the policy is one of its own fact-stating files
+    used = {_hint_source(claude_code, rule) for rule in rendered}
+    assert shipped <= used, sorted(path.name for path in (ROOT / "hints" / "claude_code").glob("*.j2")
+                                   if path.read_text(encoding="utf-8") not in used)
+
+
+def _hint_source(policy: Any, rule: str) -> str | None:
+    """The template source behind a decision's rule (``signature NAME``, ``gate NAME``, ``loop repeat`` …)."""
+    kind, _, name = rule.partition(" ")
+    if kind == "loop":
+        layer = getattr(policy, name)
+        return layer.hint.source if layer is not None and layer.hint is not None else None
+    if kind in ("sweep", "incomplete"):
+        hint = policy.workspace.hint if kind == "sweep" else policy.workspace.incomplete_hint
+        return hint.source if hint else None
+    rules = policy.signatures if kind == "signature" else policy.gates
+    found = next((r for r in rules if r.ref.name == name), None)
+    return found.hint.source if found is not None and found.hint is not None else None
 
 
 # --- the resident process ---------------------------------------------------------------------------
