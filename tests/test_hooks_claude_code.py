@@ -367,7 +367,7 @@ def test_the_readme_settings_install_the_real_command_for_every_event(hook: Hook
 
 
 def test_the_readme_install_commands_write_the_readme_settings(tmp_path: Path) -> None:
-    (commands,) = readme_blocks("Use with Claude Code", "sh")
+    commands, fast_form = readme_blocks("Use with Claude Code", "sh")
     (snippet,) = readme_blocks("Use with Claude Code", "json")
     settings = tmp_path / ".claude" / "settings.json"
     settings.parent.mkdir()
@@ -394,6 +394,10 @@ def test_the_readme_install_commands_write_the_readme_settings(tmp_path: Path) -
                     for g in groups] for event, groups in ours.items()} == expected
     assert first["model"] == "opus" and first["hooks"]["PreToolUse"][0]["hooks"][0]["command"] == "./audit.sh"
     assert set(user["hooks"]) == set(expected)
+    user_command = shlex.split(user["hooks"]["PreToolUse"][0]["hooks"][0]["command"])
+    readme_command = shlex.split(fast_form)
+    assert [user_command[1:3], Path(user_command[3]).parts[-2:], user_command[4:]] == [
+        readme_command[1:3], Path(readme_command[3]).parts[-2:], readme_command[4:]]
     assert all('--policy "$CLAUDE_PROJECT_DIR/.claude/team.policy"' in g["hooks"][0]["command"]
                for groups in team["hooks"].values() for g in groups if "policyctl" in json.dumps(g))
     assert removed == {"model": "opus", "hooks": {"PreToolUse": [
