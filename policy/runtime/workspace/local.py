@@ -28,7 +28,6 @@ from __future__ import annotations
 import errno
 import os
 import posixpath
-import subprocess
 import sys
 import threading
 import time
@@ -440,6 +439,8 @@ class LocalWorkspace:
         empty when the root is not in a git work tree or git cannot run."""
         if not paths:
             return {}
+        import subprocess  # only for a workspace that reads git's index
+
         request = "".join(f":./{path}\n" for path in paths).encode("utf-8", "surrogateescape")
         try:
             done = subprocess.run(["git", "-C", self.root, "cat-file", "--batch"], input=request,

@@ -13,7 +13,6 @@ where inotify is missing or its per-user limits are reached.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import os
 import struct
@@ -21,6 +20,10 @@ import sys
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import ctypes
 
 IN_MODIFY = 0x2
 IN_ATTRIB = 0x4
@@ -121,15 +124,21 @@ class Notifier:
 
 
 def _libc() -> ctypes.CDLL:
+    """The process's C library (ctypes is imported only by a workspace that starts watching)."""
     if not sys.platform.startswith("linux"):
         raise OSError(errno.ENOSYS, "inotify is Linux's")
+    import ctypes
+
     return ctypes.CDLL(None, use_errno=True)
 
 
 def _functions() -> tuple[Callable[[int, bytes, int], int], Callable[[int, int], int]]:
+    import ctypes
+
     libc = _libc()
     try:
-        add, remove = libc.inotify_add_watch, libc.inotify_rm_watch
+        add: Any = libc.inotify_add_watch
+        remove: Any = libc.inotify_rm_watch
     except AttributeError:
         raise OSError(errno.ENOSYS, "this C library has no inotify") from None
     add.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32)
@@ -138,5 +147,7 @@ def _functions() -> tuple[Callable[[int, bytes, int], int], Callable[[int, int],
 
 
 def _error() -> OSError:
+    import ctypes
+
     code = ctypes.get_errno()
     return OSError(code, os.strerror(code))
