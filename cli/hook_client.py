@@ -186,7 +186,12 @@ def main(arguments: list[str]) -> int:
     if arguments[:2] == ["hook", "claude-code"]:
         status = run(arguments[2:])
         if status is not None:
-            return status
+            # The answer is written and flushed, the session state is on disk and the resident
+            # process is started: tearing the interpreter down (every module a self-answered event
+            # imported) would only delay the exit Claude Code waits for.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(status)
     _enable_site()
     from cli.commands import policyctl
 
