@@ -98,12 +98,19 @@ class Bench:
             raise SystemExit(f"{name}: the hook gave no answer")
         return elapsed
 
-    def resident_pid(self) -> int | None:
+    def resident_pids(self) -> list[int]:
+        pids = []
         for lock in self.runtime.glob("*.sock.lock") if self.runtime.is_dir() else []:
             text = lock.read_text().strip()
-            if text.isdigit() and _alive(int(text)) and any(self.runtime.glob("*.sock")):
-                return int(text)
-        return None
+            if text.isdigit() and _alive(int(text)) and lock.with_suffix("").exists():
+                pids.append(int(text))
+        return pids
+
+    def resident_pid(self) -> int | None:
+        pids = self.resident_pids()
+        if len(pids) > 1:
+            raise SystemExit(f"{len(pids)} resident processes serve one user's events: {pids}")
+        return pids[0] if pids else None
 
     def wait_for_resident(self) -> int:
         deadline = time.monotonic() + 60

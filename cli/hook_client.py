@@ -77,7 +77,11 @@ def socket_path() -> str | None:
     import zlib
 
     here = os.path.dirname(os.path.abspath(__file__))
-    installation = f"{os.path.realpath(sys.executable)}\0{sys.prefix}\0{here}".encode("utf-8", "replace")
+    # The interpreter's folder (a virtual environment's bin/, python and python3 alike), not
+    # sys.prefix: without site (-S) that is the base interpreter's, and the console script and
+    # the fast command must find the same resident process.
+    interpreter = os.path.dirname(os.path.abspath(sys.executable))
+    installation = f"{interpreter}\0{here}".encode("utf-8", "replace")
     path = os.path.join(folder, f"hook-{zlib.crc32(installation):08x}.sock")
     return path if len(path.encode("utf-8", "replace")) <= _UNIX_PATH_MAX else None
 

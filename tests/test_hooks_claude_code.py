@@ -423,12 +423,18 @@ def test_the_user_install_writes_the_fast_command_and_it_answers(hook: Hook, tmp
     assert words[:3] == [sys.executable, "-S", "-P"] and words[4:] == ["hook", "claude-code"]
     assert Path(words[3]) == ROOT / "cli" / "hook_client.py"
 
-    for resident in ("0", "1"):  # answered by itself (site added on demand), then via the resident
-        done = subprocess.run(words, input=json.dumps(hook.event("pre_write_broken_python")),
+    for resident in ("0", "1", "1"):  # answered by itself (site added on demand), then it starts
+        done = subprocess.run(words, input=json.dumps(hook.event("pre_write_broken_python")),  # the resident
                               capture_output=True, text=True, cwd=tmp_path, timeout=120,
                               env={**hook.env, "POLICYCTL_HOOK_RESIDENT": resident})
         assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
         assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+        if resident == "1":
+            wait_for_resident(hook)
+    probe = "import runpy, sys; print(runpy.run_path(sys.argv[1])['socket_path']())"
+    sockets = {subprocess.run([sys.executable, *flags, "-c", probe, words[3]], capture_output=True, text=True,
+                              env=hook.env, check=True, timeout=120).stdout for flags in ([], ["-S", "-P"])}
+    assert len(sockets) == 1  # policyctl and the fast command find the same resident process
     assert install("--uninstall") == {}
 
 
