@@ -34,6 +34,7 @@ from policy.model.events import Scope, ToolCall, ToolResult
 from policy.runtime.faults import TOO_DEEP_FACTS, GuardedStore, StoreFault, too_deep
 from policy.runtime.gates import FileEffect, bounded_effect, check_write, read_local_file
 from policy.runtime.loops.detector import LoopDetector
+from policy.runtime.loops.layer import ErrorKey
 from policy.runtime.loops.state import MAX_OPEN_CALLS, ScopeState, drop_oldest
 from policy.runtime.output import output_reader
 from policy.runtime.signatures import diagnose, hint_decision
@@ -238,9 +239,9 @@ class Guard:
     def _blocked(self, state: ScopeState, call: ToolCall, decision: Decision) -> Decision:
         """A blocked call is a failed result for the error streak; its pending warning goes with it."""
         rejection = ToolResult(content=decision.hint or "", status="error")
-        error_key = ("gate", {"gate": decision.rule.name if decision.rule else "",
-                              "path": str(decision.metadata.get("path", "")),
-                              "message": str(decision.metadata.get("message", ""))})
+        error_key = ErrorKey.of_block(decision.rule.name if decision.rule else "",
+                                      str(decision.metadata.get("path", "")),
+                                      str(decision.metadata.get("message", "")))
         streak = self._delivered(state, self._loops.on_result(
             state, call, rejection, failed=True, error_key=error_key, state_changed=False))
         warning = state.pending.pop(call.id, {}).get(_WARNING)
@@ -260,9 +261,8 @@ class Guard:
             files, progress = self._files.on_result(state.files, call, pending, diagnosis.failed, after)
             changed = progress if progress is not None else self._state_changed(
                 call, diagnosis.failed, pending.get(_CHANGES_FILE))
-            error_key = diagnosis.key if diagnosis.failed else None
             loops = self._delivered(state, self._loops.on_result(
-                state, call, result, failed=diagnosis.failed, error_key=error_key, state_changed=changed,
+                state, call, result, failed=diagnosis.failed, error_key=diagnosis.key, state_changed=changed,
                 output=output))
             return _combine([self._restore(pending.get(_WARNING)), loops, signature, *files])
 
