@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from policy.model.compiled import WRITING_ROLES, CompiledPolicy
-from policy.model.decision import ALLOW, Decision, RuleRef
+from policy.model.decision import ALLOW, COMBINED, Decision, RuleRef
 from policy.model.events import Scope, ToolCall, ToolResult
 from policy.runtime.faults import TOO_DEEP_FACTS, GuardedStore, StoreFault, too_deep
 from policy.runtime.gates import FileEffect, bounded_effect, check_write, read_local_file
@@ -382,7 +382,7 @@ def _combine(decisions: list[Decision]) -> Decision:
     hints = [d.hint for d in ordered if d.hint]
     signature = next((d for d in ordered if d.signature), None)
     metadata = dict(lead.metadata)
-    metadata["decisions"] = [d.to_dict() for d in ordered]
+    metadata[COMBINED] = tuple(ordered)
     return Decision(
         action=lead.action,
         rule=lead.rule,
