@@ -113,7 +113,7 @@ def test_an_incomplete_heredoc_chunk_left_alone_is_followed_up(tmp_path: Path) -
     guard = Guard("builtin:default", workspace=tmp_path)
     run_command(guard, tmp_path, "cat > big.py <<'EOF'\ndef total(x):\n    return (x +\nEOF", "c1")
     _, decision = run_command(guard, tmp_path, "python3 big.py", "c2")
-    rules = [part["rule"] for part in decision.metadata["decisions"]]
+    rules = [str(part.rule) for part in decision.metadata["decisions"]]
     assert rules == ["signature SYNTAX_ERROR", "incomplete python"]
     assert "big.py is still incomplete on disk: the `(` opened here is not closed" in (decision.hint or "")
     assert "(line 2, column 12)" in (decision.hint or "")

@@ -177,6 +177,5 @@ def run_case(case: Case, root: Path, policy: CompiledPolicy | str = "builtin:def
 
 def swept_paths(decision: Decision) -> frozenset[str]:
     """The files a decision's sweep findings name."""
-    parts = decision.metadata.get("decisions") or [decision.to_dict()]
-    return frozenset(str(entry["path"]) for part in parts if str(part.get("rule") or "").startswith("sweep ")
-                     for entry in part["metadata"]["files"])
+    return frozenset(str(entry["path"]) for part in decision.parts if str(part.rule).startswith("sweep ")
+                     for entry in part.metadata["files"])
