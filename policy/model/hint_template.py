@@ -257,11 +257,7 @@ class HintTemplate:
                 except KeyError:  # a global, or a name nothing provides (StrictUndefined reports it)
                     continue
                 context[name] = value
-            from policy.model.hint_sandbox import bounded_concat
-
-            template = self.template
-            text = bounded_concat(template.root_render_func(template.new_context(context)))
-            return RenderedHint(text.strip("\n"))
+            return RenderedHint(environment().render_bounded(self.template, context).strip("\n"))
         except Exception as err:  # a hint must never break the agent
             log.warning("hint %s failed to render: %s", self.name, err)
             return RenderedHint(fallback_hint(variables), f"{type(err).__name__}: {err}")
