@@ -627,12 +627,11 @@ def test_every_hint_the_claude_code_policy_delivers_states_facts() -> None:
     fallbacks = []
     for case in [*default.tests, *claude_code.tests]:
         for record in run_test(claude_code, case).calls:
-            decision = record.decision
-            for part in decision.metadata.get("decisions") or [decision.to_dict()]:
-                if part.get("hint") and part.get("rule"):
-                    rendered.setdefault(str(part["rule"]), []).append(part["hint"])
-                if "hint_fallback" in (part.get("metadata") or {}):
-                    fallbacks.append((part["rule"], part["metadata"]["hint_fallback"]))
+            for part in record.decision.parts:
+                if part.hint and part.rule:
+                    rendered.setdefault(str(part.rule), []).append(part.hint)
+                if "hint_fallback" in part.metadata:
+                    fallbacks.append((str(part.rule), part.metadata["hint_fallback"]))
 
     assert fallbacks == []  # every template rendered (none fell back to the plain line)
     orders = {rule: match.group(0) for rule, hints in rendered.items() for hint in hints
