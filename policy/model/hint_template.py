@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import keyword
 import logging
+import marshal
 import posixpath
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -148,6 +149,12 @@ def environment() -> BoundedEnvironment:
     return env
 
 
+def _jinja2_version() -> str:
+    import jinja2
+
+    return str(getattr(jinja2, "__version__", ""))
+
+
 def template_variables(source: str) -> frozenset[str]:
     """Top-level names a template reads (it must parse; see ``environment().parse``)."""
     simple = _placeholder_variables(source)
@@ -199,17 +206,37 @@ class HintTemplate:
     """A named hint template, checked when its policy compiles.
 
     The Python code behind it is generated on first render and kept: a
-    policy's many hints cost only a parse each until one is needed.
+    policy's many hints cost only a parse each until one is needed.  A
+    template that carries ``code`` (``with_code``: how a cached policy keeps
+    its templates) is rebuilt from that code, without Jinja2's lexer, parser
+    and code generator.
     """
 
     name: str
     source: str
     variables: frozenset[str]
     span: Span | None = None
+    code: tuple[str, bytes] | None = field(default=None, compare=False, repr=False)
+    """(Jinja2's version, its compiled code for ``source`` as ``marshal`` bytes); used only
+    under that Jinja2 version."""
 
     @cached_property
     def template(self) -> Template:
-        return environment().from_string(parse_bounded(self.source))
+        env = environment()
+        if self.code is not None and self.code[0] == _jinja2_version():
+            code = marshal.loads(self.code[1])  # from an HMAC-checked cache entry, as the pickle around it
+            return env.template_class.from_code(env, code, env.make_globals(None))
+        return env.from_string(parse_bounded(self.source))
+
+    def with_code(self) -> HintTemplate:
+        """This template with its compiled code attached (itself when the source does not compile)."""
+        from jinja2 import TemplateError
+
+        try:
+            compiled = environment().compile(parse_bounded(self.source))
+        except TemplateError:
+            return self
+        return replace(self, code=(_jinja2_version(), marshal.dumps(compiled)))
 
     def render(self, variables: Mapping[str, Any]) -> str:
         """Render; a failure is logged and replaced by a plain one-line hint."""
