@@ -12,7 +12,8 @@ from policy.language.compose import Composition
 from policy.language.forms import usage
 from policy.language.schema import Spec
 from policy.model.diagnostics import Span
-from policy.model.hint_template import COMMON_VARIABLES, RULE_VARIABLES, HintTemplate
+from policy.model.hint_template import HintTemplate
+from policy.model.variables import COMMON_VARIABLES, RULE_VARIABLES
 
 
 @dataclass
