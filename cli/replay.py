@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from cli.paths import policy_sources
-from cli.policies import compile_or_exit
+from cli.policies import allow_path_option, compile_or_exit
 from policy.model.compiled import CompiledPolicy
 from policy.replay.replayer import ReplayResult, replay_file
 from policy.reporters.formats import formats_for, formats_help, render_sessions, render_trace
@@ -49,7 +49,9 @@ def _replay_many(policy: CompiledPolicy, files: list[Path], output_format: str) 
               help="A .policy file or builtin:NAME.")
 @click.option("--format", "output_format", type=click.Choice(formats_for("replay")), default="text",
               show_default=True, help=formats_help("replay"))
-def replay(traces: tuple[Path, ...], policy_source: str, output_format: str) -> None:
+@allow_path_option
+def replay(traces: tuple[Path, ...], policy_source: str, output_format: str,
+           allow_paths: tuple[Path, ...]) -> None:
     """Replay TRACES (.jsonl files, or folders of them) through a policy.
 
     One trace: every decision that is not `allow`, then a summary.  A folder:
@@ -58,7 +60,7 @@ def replay(traces: tuple[Path, ...], policy_source: str, output_format: str) -> 
     sources = policy_sources([policy_source])
     if len(sources) != 1:
         raise click.UsageError(f"--policy names one policy; {policy_source} holds {len(sources)}")
-    (policy,) = compile_or_exit(sources, "replay", "no trace was replayed")
+    (policy,) = compile_or_exit(sources, "replay", "no trace was replayed", allow_paths)
     files = _trace_files(traces)
     if not files:
         raise click.UsageError("no .jsonl traces found")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from cli.paths import policy_sources
-from cli.policies import compile_or_exit
+from cli.policies import allow_path_option, compile_or_exit
 from cli.terminal import color_enabled
 from policy.reporters.formats import formats_for, formats_help, render_tests
 from policy.testing.runner import PolicyTestResult, run_tests
@@ -19,7 +21,9 @@ EXIT_FAILED = 1
               default="text", show_default=True, help=formats_help("test"))
 @click.option("-k", "pattern", metavar="PATTERN",
               help="Run only the tests whose name contains PATTERN (case-insensitive).")
-def policy_tests(paths: tuple[str, ...], output_format: str, pattern: str | None) -> None:
+@allow_path_option
+def policy_tests(paths: tuple[str, ...], output_format: str, pattern: str | None,
+                 allow_paths: tuple[Path, ...]) -> None:
     """Run the `test` blocks of the policies in PATHS.
 
     PATHS are .policy files, folders (searched recursively for *.policy;
@@ -31,7 +35,7 @@ def policy_tests(paths: tuple[str, ...], output_format: str, pattern: str | None
     test fails, 2 on a usage error or a policy with errors (its diagnostics
     are printed).
     """
-    policies = compile_or_exit(policy_sources(paths or (".",)), "test", "no test was run")
+    policies = compile_or_exit(policy_sources(paths or (".",)), "test", "no test was run", allow_paths)
     results: list[PolicyTestResult] = []
     for policy in policies:
         selected = [t for t in policy.tests if pattern is None or pattern.lower() in t.name.lower()]

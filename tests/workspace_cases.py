@@ -163,9 +163,15 @@ def run_command(guard: Guard, root: Path, command: str, call_id: str = "c1") -> 
     return False, guard.on_result(call, result, SCOPE)
 
 
-def run_case(case: Case, root: Path, policy: CompiledPolicy | str = "builtin:default") -> Outcome:
+def run_case(case: Case, root: Path, policy: CompiledPolicy | str = "builtin:default", *,
+             warm: bool = False) -> Outcome:
+    """The case's command through a guard on a fresh workspace; ``warm``: after two commands that
+    change nothing, so the workspace already watches its folders (where the system can)."""
     prepare(case, root)
-    blocked, decision = run_command(Guard(policy, workspace=root), root, case.command)
+    guard = Guard(policy, workspace=root)
+    for number in range(2 if warm else 0):
+        run_command(guard, root, "true", call_id=f"warm{number}")
+    blocked, decision = run_command(guard, root, case.command)
     return Outcome(blocked=blocked, named=swept_paths(decision), hint=decision.hint or "")
 
 
