@@ -78,7 +78,7 @@ def test_a_lone_surrogate_with_a_file_store_keeps_the_block_and_the_loop_count(
     decisions = [guard.on_call(call, SCOPE) for _ in range(3)]
     assert [d.action for d in decisions] == ["block"] * 3
     assert all("loop_state" not in d.metadata for d in decisions)
-    assert decisions[-1].metadata["decisions"][1]["rule"] == "loop error_streak"
+    assert str(decisions[-1].parts[1].rule) == "loop error_streak"
 
 
 def test_a_planted_symlink_in_the_state_folder_costs_loop_counting_not_the_block(

@@ -27,15 +27,8 @@ from policy.language.loader import load_policy
 from policy.model.compiled import CompiledPolicy, PolicyTest
 from policy.model.decision import Decision
 from policy.model.events import Scope, ToolCall, ToolResult
-from policy.model.hint_template import (
-    COMMON_VARIABLES,
-    RULE_VARIABLES,
-    basename,
-    environment,
-    pip_name,
-    plain_json,
-    truncate_middle,
-)
+from policy.model.hint_template import basename, environment, pip_name, plain_json, truncate_middle
+from policy.model.variables import COMMON_VARIABLES, RULE_VARIABLES
 from policy.replay.harness import Session
 from policy.resources import builtin_policy_names, data_dir
 from policy.testing.runner import PolicyTestResult, run_test
@@ -83,15 +76,10 @@ def _rendered(results: list[PolicyTestResult]) -> Iterator[tuple[str, str]]:
     for result in results:
         templates = _templates_by_rule(result.policy)
         for record in result.calls:
-            for part in _parts(record.decision):
-                source = templates.get(part["rule"] or "")
+            for part in record.decision.parts:
+                source = templates.get(str(part.rule) if part.rule else "")
                 if source is not None:
-                    yield source, part["action"]
-
-
-def _parts(decision: Decision) -> list[dict[str, Any]]:
-    combined = decision.metadata.get("decisions")
-    return list(combined) if combined else [decision.to_dict()]
+                    yield source, part.action
 
 
 def _templates_by_rule(policy: CompiledPolicy) -> dict[str, str]:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from policy.model.compiled import WRITING_ROLES, CompiledPolicy
-from policy.model.decision import ALLOW, Decision, RuleRef
+from policy.model.decision import ALLOW, COMBINED, Decision, RuleRef
 from policy.model.events import Scope, ToolCall, ToolResult
 from policy.runtime.faults import TOO_DEEP_FACTS, GuardedStore, StoreFault, too_deep
 from policy.runtime.gates import (
@@ -41,6 +41,7 @@ from policy.runtime.gates import (
     unread_effect,
 )
 from policy.runtime.loops.detector import LoopDetector
+from policy.runtime.loops.layer import ErrorKey
 from policy.runtime.loops.state import MAX_OPEN_CALLS, ScopeState, drop_oldest
 from policy.runtime.output import output_reader
 from policy.runtime.signatures import diagnose, hint_decision
@@ -269,9 +270,9 @@ class Guard:
     def _blocked(self, state: ScopeState, call: ToolCall, decision: Decision) -> Decision:
         """A blocked call is a failed result for the error streak; its pending warning goes with it."""
         rejection = ToolResult(content=decision.hint or "", status="error")
-        error_key = ("gate", {"gate": decision.rule.name if decision.rule else "",
-                              "path": str(decision.metadata.get("path", "")),
-                              "message": str(decision.metadata.get("message", ""))})
+        error_key = ErrorKey.of_block(decision.rule.name if decision.rule else "",
+                                      str(decision.metadata.get("path", "")),
+                                      str(decision.metadata.get("message", "")))
         streak = self._delivered(state, self._loops.on_result(
             state, call, rejection, failed=True, error_key=error_key, state_changed=False))
         warning = state.pending.pop(call.id, {}).get(_WARNING)
@@ -293,9 +294,8 @@ class Guard:
                 call, diagnosis.failed, pending.get(_CHANGES_FILE))
             _remember_write(state, self.policy.tool(call.name).role, pending.get(_WRITES),
                             diagnosis.failed, changed)
-            error_key = diagnosis.key if diagnosis.failed else None
             loops = self._delivered(state, self._loops.on_result(
-                state, call, result, failed=diagnosis.failed, error_key=error_key, state_changed=changed,
+                state, call, result, failed=diagnosis.failed, error_key=diagnosis.key, state_changed=changed,
                 output=output))
             return _combine([self._restore(pending.get(_WARNING)), loops, signature, *files])
 
@@ -427,7 +427,7 @@ def _combine(decisions: list[Decision]) -> Decision:
     hints = [d.hint for d in ordered if d.hint]
     signature = next((d for d in ordered if d.signature), None)
     metadata = dict(lead.metadata)
-    metadata["decisions"] = [d.to_dict() for d in ordered]
+    metadata[COMBINED] = tuple(ordered)
     return Decision(
         action=lead.action,
         rule=lead.rule,
