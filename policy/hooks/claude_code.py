@@ -135,14 +135,19 @@ def answer(guard: Guard, event: HookEvent) -> dict[str, Any] | None:
 
 
 def fault_message(decision: Decision) -> str | None:
-    """What to tell the user when ``decision`` let a call through unchecked: a guard fault, or a
-    gate that could not run (a text over ``max_check_bytes``, a missing checker).  None: it was checked."""
+    """What to tell the user when ``decision`` let a call through unchecked: a guard fault, a loop
+    state that could not be used or had to start afresh, or a gate that could not run (a text over
+    ``max_check_bytes``, a missing checker).  None: it was checked."""
     fault = decision.metadata.get(INTERNAL_ERROR)
     if fault is not None:
         return f"policyctl could not check this call ({fault}); it was not guarded."
-    if decision.metadata.get("loop_state") == "unavailable":  # a store fault: the gates still ran
+    loop_state = decision.metadata.get("loop_state")
+    if loop_state == "unavailable":  # a store fault: the gates still ran
         reason = decision.metadata.get("loop_state_reason")
         return f"policyctl could not use its loop state ({reason}); loops were not guarded for this call."
+    if loop_state == "reset":  # the store had to start the state afresh: earlier calls no longer count
+        reason = decision.metadata.get("loop_state_reason")
+        return f"policyctl lost its loop state: {reason}; the calls before this one no longer count."
     if decision.metadata.get("checker") == "unavailable":
         gate = decision.metadata.get("gate", "write")
         return f"policyctl's {gate} gate did not check this call: {decision.metadata.get('reason')}."

@@ -31,13 +31,14 @@ from typing import Any, TypeVar
 from policy.model.compiled import WRITING_ROLES, CompiledPolicy
 from policy.model.decision import ALLOW, Decision, RuleRef
 from policy.model.events import Scope, ToolCall, ToolResult
-from policy.runtime.faults import TOO_DEEP_FACTS, GuardedStore, StoreFault, too_deep
+from policy.runtime.faults import TOO_DEEP_FACTS, GuardedStore, Stored, too_deep
 from policy.runtime.gates import FileEffect, bounded_effect, check_write, read_local_file
 from policy.runtime.loops.detector import LoopDetector
 from policy.runtime.loops.state import MAX_OPEN_CALLS, ScopeState, drop_oldest
 from policy.runtime.output import output_reader
 from policy.runtime.signatures import diagnose, hint_decision
 from policy.runtime.workspace.base import Workspace
+from policy.runtime.workspace.kept import MemorySnapshots, SnapshotKeeper
 from policy.runtime.workspace.local import DEFAULT_MAX_FILES, LocalWorkspace
 from policy.runtime.workspace.progress import command_mutates
 from policy.runtime.workspace.watch import FileWatch
@@ -79,7 +80,7 @@ class Guard:
         self._loops = LoopDetector(self.policy)
         self._outputs = output_reader(self.policy)
         self._queues = self.policy.deliver_warnings == "next_request"
-        self._files = FileWatch(self.policy, self.read_file, self.workspace)
+        self._files = FileWatch(self.policy, self.read_file, self.workspace, _snapshots(self.store))
 
     # --- events -------------------------------------------------------------
 
@@ -183,9 +184,8 @@ class Guard:
                 self._files.on_turn(state.files, readable, lambda call_id: _pending(state, call_id))
             return decision
 
-        decision = self._state.run(scope, work)
-        if isinstance(decision, StoreFault):
-            return Decision(metadata=decision.facts())
+        stored = self._state.run(scope, work)
+        decision = _settled(stored, ALLOW)
         return decision if len(readable) == len(calls) else _with_facts(decision, TOO_DEEP_FACTS)
 
     def _on_call(self, call: ToolCall, scope: Scope) -> Decision:
@@ -212,8 +212,8 @@ class Guard:
                 return decision
             return self._blocked(state, call, decision)
 
-        combined = self._state.run(scope, work)
-        return _with_facts(decision, combined.facts()) if isinstance(combined, StoreFault) else combined
+        stored = self._state.run(scope, work)
+        return _settled(stored, decision)
 
     def _on_command(self, call: ToolCall, scope: Scope) -> Decision:
         """A command's own writes gated; the workspace noted before it runs."""
@@ -222,18 +222,25 @@ class Guard:
         if (check is None and not self._files.needs_snapshot(call)) or too_deep(call):
             return check.decision if check is not None else ALLOW
         decision = check.decision if check is not None else ALLOW
+        before: list[str] = []
+        """The scope's first "before" snapshot, when it needs one: taken outside the store's lock."""
 
-        def work(state: ScopeState) -> Decision:
+        def work(state: ScopeState) -> Decision | None:
             if decision.action == "block":
                 return self._blocked(state, call, decision)
+            if not before and self._files.needs_before(state.files):
+                return None
             entry = _pending(state, call.id)
             if check is not None:
                 entry.update(check.pending)
-            self._files.before_run(state.files, entry)
+            self._files.before_run(state.files, entry, before[0] if before else None)
             return decision
 
-        combined = self._state.run(scope, work)
-        return _with_facts(decision, combined.facts()) if isinstance(combined, StoreFault) else combined
+        stored = self._state.run(scope, work)
+        if not stored.failed and stored.value is None:
+            before.append(self._files.take_before())
+            stored = self._state.run(scope, work)
+        return _settled(stored, decision)
 
     def _blocked(self, state: ScopeState, call: ToolCall, decision: Decision) -> Decision:
         """A blocked call is a failed result for the error streak; its pending warning goes with it."""
@@ -253,7 +260,7 @@ class Guard:
         signature = hint_decision(self.policy, call, result, diagnosis, self.read_file)
         if too_deep(call):
             return _with_facts(signature, TOO_DEEP_FACTS)
-        after = self._files.snapshot() if self._files.needs_snapshot(call) else None
+        after = self._files.after_run() if self._files.needs_snapshot(call) else None
 
         def work(state: ScopeState) -> Decision:
             pending = state.pending.pop(call.id, {})
@@ -266,8 +273,8 @@ class Guard:
                 output=output))
             return _combine([self._restore(pending.get(_WARNING)), loops, signature, *files])
 
-        combined = self._state.run(scope, work)
-        return _with_facts(signature, combined.facts()) if isinstance(combined, StoreFault) else combined
+        stored = self._state.run(scope, work)
+        return _settled(stored, signature)
 
     def _delivered(self, state: ScopeState, decision: Decision) -> Decision:
         """A result's loop decision for its call; a warning goes to the queue under ``next_request``."""
@@ -340,7 +347,20 @@ def _workspace_reader(workspace: Workspace | None, limit: int) -> ReadFile:
 
 def _with_facts(decision: Decision, facts: dict[str, Any]) -> Decision:
     """The decision with ``facts`` added to its metadata (an allow keeps its call id and rule)."""
-    return decision._replace(metadata={**decision.metadata, **facts})
+    return decision._replace(metadata={**decision.metadata, **facts}) if facts else decision
+
+
+def _settled(stored: Stored[Decision] | Stored[Decision | None], fallback: Decision) -> Decision:
+    """The event's decision: what the work decided (``fallback`` when the store failed before it
+    could), with what the metadata must say about the store."""
+    return _with_facts(stored.value if stored.value is not None else fallback, stored.facts)
+
+
+def _snapshots(store: Store) -> SnapshotKeeper:
+    """Where the workspace snapshots go: beside the store when it keeps them (``snapshots()``: the
+    file store's folder, Redis), else in this guard's memory."""
+    keeper = getattr(store, "snapshots", None)
+    return keeper() if callable(keeper) else MemorySnapshots()
 
 
 def _pending(state: ScopeState, call_id: str) -> dict[str, Any]:

@@ -17,6 +17,10 @@ prefix, tells a server that lost its data (a restart without persistence, a
 flush) from one that never had it: the loss is logged at WARNING.  Text that
 UTF-8 cannot encode (lone surrogates) is kept as JSON escapes.
 
+Workspace snapshots, which a state names by key, are kept under
+``<prefix>:snapshot:<key>`` for ``SNAPSHOT_TTL_SECONDS`` after their last use
+(``RedisSnapshots``).
+
 Bounded: states expire ``ttl_seconds`` after their last use, and at most
 ``max_scopes`` are kept (the least recently used go).  A set per thread lists
 its run scopes for ``drop_thread``.  Written for a standalone Redis (the
@@ -38,6 +42,7 @@ from urllib.parse import quote
 
 from policy.model.events import Scope
 from policy.runtime.loops.state import ScopeState
+from policy.runtime.workspace.kept import BackedSnapshots
 
 if TYPE_CHECKING:
     import redis
@@ -70,6 +75,9 @@ if excess > 0 then
 end
 return 1
 """
+
+
+SNAPSHOT_TTL_SECONDS = 3600
 
 
 class StoreUnavailableError(ConnectionError):
@@ -113,6 +121,7 @@ class RedisStore:
         self._epoch_key = f"{prefix}:epoch"
         self._epoch: str | None = None
         self._down_until = 0.0
+        self._snapshots: RedisSnapshots | None = None
 
     @classmethod
     def from_url(cls, url: str, *, connect_timeout: float = 0.5, command_timeout: float = 1.0,
@@ -160,6 +169,12 @@ class RedisStore:
                 self._down_until = time.monotonic() + self.retry_seconds
             raise
 
+    def snapshots(self) -> RedisSnapshots:
+        """The workspace snapshots the states name, in this Redis (one keeper per store)."""
+        if self._snapshots is None:
+            self._snapshots = RedisSnapshots(self)
+        return self._snapshots
+
     def drop_thread(self, thread_id: str) -> None:
         thread_key = self._thread_key(thread_id)
         members = list(self.client.smembers(thread_key))
@@ -189,18 +204,21 @@ class RedisStore:
     def _thread_key(self, thread_id: str) -> str:
         return f"{self.prefix}:thread:{_quoted(thread_id)}"
 
-    def _check_epoch(self, epoch: Any) -> None:
-        """Set the epoch when the server has none; log when it lost the one this store saw."""
+    def _check_epoch(self, epoch: Any) -> bool:
+        """Set the epoch when the server has none; log (and answer True) when it lost the one this
+        store saw."""
         if isinstance(epoch, bytes):
             epoch = epoch.decode("ascii", "replace")
         if epoch is None:
             self.client.set(self._epoch_key, secrets.token_hex(8), nx=True)
             epoch = self.client.get(self._epoch_key)
             epoch = epoch.decode("ascii", "replace") if isinstance(epoch, bytes) else epoch
-        if self._epoch is not None and epoch != self._epoch:
+        lost = self._epoch is not None and epoch != self._epoch
+        if lost:
             log.warning("Redis lost the loop state under %s (restarted without persistence, or flushed): "
                         "loop counting starts afresh for every scope", self.prefix)
         self._epoch = epoch
+        return lost
 
     def _acquire(self, lock: str) -> str:
         token = secrets.token_hex(16)
@@ -215,14 +233,16 @@ class RedisStore:
 
     def _load(self, key: str) -> ScopeState:
         raw, epoch = self.client.mget(key, self._epoch_key)
-        self._check_epoch(epoch)
+        if self._check_epoch(epoch):
+            return ScopeState(restarted="Redis lost the loop state (restarted without persistence, "
+                                        "or flushed); it starts afresh")
         if raw is None:
             return ScopeState()
         try:
             return ScopeState.from_json(raw)
         except ValueError as err:
             log.warning("discarding unreadable state of %s: %s", key, err)
-            return ScopeState()
+            return ScopeState(restarted=f"the stored state was unreadable ({err}); it starts afresh")
 
 
 def _quoted(name: str) -> str:
@@ -237,3 +257,30 @@ def _encoded(text: str) -> bytes:
 def _glob_escaped(text: str) -> str:
     """``text`` matched literally in a Redis ``SCAN MATCH`` pattern."""
     return "".join(f"\\{ch}" if ch in "*?[]\\" else ch for ch in text)
+
+
+class RedisSnapshots(BackedSnapshots):
+    """Workspace snapshots in Redis (``<prefix>:snapshot:<key>``), each kept for
+    ``SNAPSHOT_TTL_SECONDS`` after its last use, behind the store's circuit breaker."""
+
+    where = "Redis"
+
+    def __init__(self, store: RedisStore) -> None:
+        super().__init__()
+        self._store = store
+
+    def save(self, key: str, packed: bytes) -> None:
+        with self._store._connection():
+            self._store.client.set(self._name(key), packed, ex=SNAPSHOT_TTL_SECONDS)
+
+    def load(self, key: str) -> bytes | None:
+        with self._store._connection():
+            packed = self._store.client.getex(self._name(key), ex=SNAPSHOT_TTL_SECONDS)
+        return packed if isinstance(packed, bytes) else None
+
+    def exists(self, key: str) -> bool:
+        with self._store._connection():
+            return bool(self._store.client.exists(self._name(key)))
+
+    def _name(self, key: str) -> str:
+        return f"{self._store.prefix}:snapshot:{key}"

@@ -57,6 +57,9 @@ class ScopeState:
     the guard; JSON values only)."""
     files: WorkspaceState = field(default_factory=WorkspaceState)
     """What the guard knows about the workspace's files (``policy.runtime.workspace.state``)."""
+    restarted: str | None = field(default=None, compare=False)
+    """Why the store started this state (or its ``files``) afresh during this access: what it held
+    was unreadable, or too large to keep.  Never saved; the event's decision says so."""
 
     def __getattr__(self, name: str) -> Any:
         index = _SLOTS.get(name)

@@ -1,12 +1,14 @@
 """The guard's watch over the agent's files: shell writes gated, sweeps, progress, follow-ups.
 
-The guard calls it at each event; everything it remembers lives in the
-scope's ``WorkspaceState`` (``state.files``), so it works with every store.
+The guard calls it at each event; what it remembers lives in the scope's
+``WorkspaceState`` (``state.files``), so it works with every store, except the
+snapshots themselves: the state names its last one by key, and a
+``SnapshotKeeper`` beside the store holds them (``policy.runtime.workspace.kept``).
 
 - before a command: the writes its text determines (``policy.runtime.gates.shell_writes``) are
   gated like ``write_file`` calls;
 - after a command: the workspace is snapshot once (the scope's previous snapshot is the
-  "before"), and the sweep checks what changed;
+  "before"; a scope's first command takes one before it runs), and the sweep checks what changed;
 - progress: with ``workspace { progress on }``, a call made progress when it brought the
   workspace's content fingerprint to a value not seen in this run;
 - incomplete prefixes are remembered and followed up (``follow_up``).
@@ -30,6 +32,7 @@ from policy.runtime.gates.shell_writes import shell_writes
 from policy.runtime.workspace.base import Workspace
 from policy.runtime.workspace.coverage import Coverage
 from policy.runtime.workspace.follow_up import notice, touches
+from policy.runtime.workspace.kept import SnapshotKeeper
 from policy.runtime.workspace.progress import advance, content_digest, record
 from policy.runtime.workspace.snapshot import Snapshot
 from policy.runtime.workspace.state import WorkspaceState
@@ -62,9 +65,11 @@ def coverage_of(policy: CompiledPolicy) -> Coverage:
 class FileWatch:
     """One policy's watch over one workspace (or none: then only shell writes and follow-ups)."""
 
-    def __init__(self, policy: CompiledPolicy, read_file: ReadFile, workspace: Workspace | None) -> None:
+    def __init__(self, policy: CompiledPolicy, read_file: ReadFile, workspace: Workspace | None,
+                 snapshots: SnapshotKeeper) -> None:
         self.policy = policy
         self.read_file = read_file
+        self.snapshots = snapshots
         rule = policy.workspace
         self.workspace = workspace if rule is not None and (rule.sweep or rule.progress) else None
         self.coverage = coverage_of(policy)
@@ -113,12 +118,23 @@ class FileWatch:
     def snapshot(self) -> Snapshot | None:
         return self.workspace.snapshot(self.coverage) if self.workspace is not None else None
 
-    def before_run(self, state: WorkspaceState, pending: dict[str, Any]) -> None:
-        """Note when the command starts; the first command of a scope takes the "before" snapshot."""
+    def needs_before(self, state: WorkspaceState) -> bool:
+        """Whether a command of this scope must first take the "before" snapshot: the scope has
+        none yet (its first command), or the keeper no longer holds it."""
+        return self.workspace is not None and (state.latest is None or not self.snapshots.has(state.latest))
+
+    def take_before(self) -> str:
+        """A snapshot of now, kept; its key (taken outside the store's lock)."""
+        snapshot = self.snapshot()
+        assert snapshot is not None
+        return self.snapshots.put(snapshot)
+
+    def before_run(self, state: WorkspaceState, pending: dict[str, Any], before: str | None) -> None:
+        """Note when the command starts, and the "before" snapshot ``take_before`` took for it."""
         if self.workspace is None:
             return
-        if state.latest is None:
-            state.latest = self.snapshot()
+        if before is not None and self.needs_before(state):
+            state.latest = before
         pending[STARTED] = time.time_ns()
 
     # --- turns ---------------------------------------------------------------
@@ -135,10 +151,15 @@ class FileWatch:
 
     # --- after a call --------------------------------------------------------
 
+    def after_run(self) -> tuple[Snapshot, str] | None:
+        """The snapshot after a command, kept, and its key (taken outside the store's lock)."""
+        snapshot = self.snapshot()
+        return (snapshot, self.snapshots.put(snapshot)) if snapshot is not None else None
+
     def on_result(self, state: WorkspaceState, call: ToolCall, pending: dict[str, Any], failed: bool,
-                  after: Snapshot | None) -> tuple[list[Decision], bool | None]:
+                  after: tuple[Snapshot, str] | None) -> tuple[list[Decision], bool | None]:
         """The sweep's and the follow-up's decisions, and whether the call made progress (None: this
-        watch cannot tell; the guard falls back on the call's kind)."""
+        watch cannot tell; the guard falls back on the call's kind).  ``after``: ``after_run``."""
         written: dict[str, bool] = pending.get(WRITTEN) or {}
         if after is None and not written and not state.incomplete and not self.progress:
             return [], None
@@ -147,10 +168,11 @@ class FileWatch:
         fingerprint = state.fingerprint
         progress: bool | None = None
         if spec.role == "run" and after is not None and self.workspace is not None:
-            before = state.latest if state.latest is not None else after
-            result = sweep(self.policy, self.workspace, state, before, after,
+            snapshot, key = after
+            kept = self.snapshots.get(state.latest) if state.latest is not None else None
+            result = sweep(self.policy, self.workspace, state, kept or snapshot, snapshot,
                            started_ns=int(pending.get(STARTED) or 0), predicted=pending.get(PREDICTED) or {})
-            state.latest = after
+            state.latest = key
             command = spec.arg("command", call.args)
             if self.sweeps:
                 text = command if isinstance(command, str) else ""
