@@ -747,3 +747,32 @@ def test_a_multiedit_that_breaks_the_file_is_denied(hook: Hook) -> None:
     reply = hook.answer(event)
 
     assert reply is not None and reply["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+def test_a_resident_process_that_never_answers_is_not_waited_for(tmp_path: Path) -> None:
+    import socket
+    import threading
+
+    hook = Hook(tmp_path, resident=True)
+    show = "from cli.hook_client import socket_path; print(socket_path())"
+    where = subprocess.run([sys.executable, "-c", show], capture_output=True, text=True, cwd=ROOT,
+                           env=hook.env, check=True)
+    path = where.stdout.strip()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen()
+    held: list[socket.socket] = []
+    threading.Thread(target=lambda: held.append(listener.accept()[0]), daemon=True).start()
+    try:
+        # Claude Code kills a hook after 60 s: the answer must come from this process before that
+        done = subprocess.run([sys.executable, "-m", "cli", "hook", "claude-code"],
+                              input=json.dumps(hook.event("pre_write_broken_python")), capture_output=True,
+                              text=True, cwd=ROOT, env=hook.env, timeout=55)
+    finally:
+        listener.close()
+        for connection in held:
+            connection.close()
+        hook.stop_residents()
+    assert held, "the hook did not ask the resident process first"
+    assert done.returncode == 0 and "Traceback" not in done.stderr
+    assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
