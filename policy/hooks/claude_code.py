@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,7 +58,9 @@ class HookEvent:
 
     name: str
     session_id: str
-    cwd: Path
+    cwd: Path | None
+    """The project folder; None when the event names none (then there is no workspace, and
+    relative paths are not read)."""
     prompt_id: str | None = None
     agent_id: str | None = None
     call: ToolCall | None = None
@@ -86,7 +89,8 @@ def parse_event(text: str) -> HookEvent:
         raise HookEventError("the event must be a JSON object")
     name = _text(data, "hook_event_name")
     session_id = _text(data, "session_id")
-    cwd = Path(data["cwd"]) if isinstance(data.get("cwd"), str) and data["cwd"] else Path.cwd()
+    cwd = data.get("cwd")
+    cwd = Path(cwd) if isinstance(cwd, str) and os.path.isabs(cwd) else None
     common: dict[str, Any] = {"name": name, "session_id": session_id, "cwd": cwd,
                               "prompt_id": _optional_text(data, "prompt_id"),
                               "agent_id": _optional_text(data, "agent_id")}
@@ -154,11 +158,14 @@ def fault_message(decision: Decision) -> str | None:
     return None
 
 
-def file_reader(cwd: Path) -> Callable[[str], str | None]:
-    """The write gates' reader: Claude Code's real files, relative paths taken from the event's cwd."""
+def file_reader(cwd: Path | None, limit: int) -> Callable[[str], str | None]:
+    """The write gates' reader: Claude Code's real files, relative paths taken from the event's cwd
+    (not read without one), at most ``limit`` bytes (the policy's ``max_check_bytes``)."""
 
     def read(path: str) -> str | None:
-        return read_local_file(str(cwd / path))
+        if cwd is None and not os.path.isabs(path):
+            return None
+        return read_local_file(str(cwd / path) if cwd is not None else path, limit)
 
     return read
 

@@ -35,8 +35,8 @@ from policy.runtime.faults import TOO_DEEP_FACTS, GuardedStore, Stored, too_deep
 from policy.runtime.gates import FileEffect, bounded_effect, check_write, read_local_file
 from policy.runtime.loops.detector import LoopDetector
 from policy.runtime.loops.state import MAX_OPEN_CALLS, ScopeState, drop_oldest
-from policy.runtime.output import output_reader
-from policy.runtime.signatures import diagnose, hint_decision
+from policy.runtime.output import Output, output_reader
+from policy.runtime.signatures import Diagnosis, diagnose, hint_decision
 from policy.runtime.workspace.base import Workspace
 from policy.runtime.workspace.kept import MemorySnapshots, SnapshotKeeper
 from policy.runtime.workspace.local import DEFAULT_MAX_FILES, LocalWorkspace
@@ -212,8 +212,7 @@ class Guard:
                 return decision
             return self._blocked(state, call, decision)
 
-        stored = self._state.run(scope, work)
-        return _settled(stored, decision)
+        return self._keeping("call", decision, lambda: _settled(self._state.run(scope, work), decision))
 
     def _on_command(self, call: ToolCall, scope: Scope) -> Decision:
         """A command's own writes gated; the workspace noted before it runs."""
@@ -236,11 +235,14 @@ class Guard:
             self._files.before_run(state.files, entry, before[0] if before else None)
             return decision
 
-        stored = self._state.run(scope, work)
-        if not stored.failed and stored.value is None:
-            before.append(self._files.take_before())
+        def noted() -> Decision:
             stored = self._state.run(scope, work)
-        return _settled(stored, decision)
+            if not stored.failed and stored.value is None:
+                before.append(self._files.take_before())
+                stored = self._state.run(scope, work)
+            return _settled(stored, decision)
+
+        return self._keeping("call", decision, noted)
 
     def _blocked(self, state: ScopeState, call: ToolCall, decision: Decision) -> Decision:
         """A blocked call is a failed result for the error streak; its pending warning goes with it."""
@@ -260,21 +262,32 @@ class Guard:
         signature = hint_decision(self.policy, call, result, diagnosis, self.read_file)
         if too_deep(call):
             return _with_facts(signature, TOO_DEEP_FACTS)
+        return self._keeping("result", signature,
+                             lambda: self._counted(call, result, scope, (output, diagnosis), signature))
+
+    def _counted(self, call: ToolCall, result: ToolResult, scope: Scope, read: tuple[Output, Diagnosis],
+                 signature: Decision) -> Decision:
+        """A result's loop counting, pending warnings and the file watch, added to its signature hint."""
+        output, diagnosis = read
         after = self._files.after_run() if self._files.needs_snapshot(call) else None
 
         def work(state: ScopeState) -> Decision:
             pending = state.pending.pop(call.id, {})
-            files, progress = self._files.on_result(state.files, call, pending, diagnosis.failed, after)
+            try:
+                files, progress = self._files.on_result(state.files, call, pending, diagnosis.failed, after)
+            except Exception as err:  # the file watch's fault costs only its own findings
+                files, progress = [Decision(metadata=self._fault_facts("result", err))], None
             changed = progress if progress is not None else self._state_changed(
                 call, diagnosis.failed, pending.get(_CHANGES_FILE))
             error_key = diagnosis.key if diagnosis.failed else None
             loops = self._delivered(state, self._loops.on_result(
                 state, call, result, failed=diagnosis.failed, error_key=error_key, state_changed=changed,
                 output=output))
-            return _combine([self._restore(pending.get(_WARNING)), loops, signature, *files])
+            combined = _combine([self._restore(pending.get(_WARNING)), loops, signature, *files])
+            return _with_facts(combined, {key: value for decision in files if decision.action == "allow"
+                                          for key, value in decision.metadata.items()})
 
-        stored = self._state.run(scope, work)
-        return _settled(stored, signature)
+        return _settled(self._state.run(scope, work), signature)
 
     def _delivered(self, state: ScopeState, decision: Decision) -> Decision:
         """A result's loop decision for its call; a warning goes to the queue under ``next_request``."""
@@ -312,9 +325,20 @@ class Guard:
         except Exception as err:
             return self._fault(event, err)
 
-    def _fault(self, event: str, err: Exception) -> Decision:
+    def _keeping(self, event: str, decided: Decision, evaluate: Callable[[], Decision]) -> Decision:
+        """``evaluate()``; a fault in it keeps ``decided`` (the gate's verdict or the signature hint,
+        computed before), with the fault in its metadata."""
+        try:
+            return evaluate()
+        except Exception as err:
+            return _with_facts(decided, self._fault_facts(event, err))
+
+    def _fault_facts(self, event: str, err: Exception) -> dict[str, Any]:
         log.exception("policy %s: internal error during %s", self.policy.name, event)
-        fault = {"internal_error": f"{type(err).__name__}: {err}"}
+        return {"internal_error": f"{type(err).__name__}: {err}"}
+
+    def _fault(self, event: str, err: Exception) -> Decision:
+        fault = self._fault_facts(event, err)
         if self.policy.on_internal_error == "block" and event == "call":
             hint = f"[policy] internal error ({type(err).__name__}); the call was not checked."
             return Decision(action="block", rule=_INTERNAL, hint=hint, metadata=fault)
@@ -322,11 +346,12 @@ class Guard:
 
 
 def _local(workspace: Workspace | str | os.PathLike[str] | None, policy: CompiledPolicy) -> Workspace | None:
-    """A root folder as a ``LocalWorkspace`` bounded by the policy's ``max_files``."""
+    """A root folder as a ``LocalWorkspace`` bounded by the policy's ``max_files`` and ``max_check_bytes``."""
     if not isinstance(workspace, str | os.PathLike):
         return workspace
     rule = policy.workspace
-    return LocalWorkspace(workspace, max_files=rule.max_files if rule is not None else DEFAULT_MAX_FILES)
+    return LocalWorkspace(workspace, max_files=rule.max_files if rule is not None else DEFAULT_MAX_FILES,
+                          max_bytes=policy.max_check_bytes)
 
 
 def _workspace_reader(workspace: Workspace | None, limit: int) -> ReadFile:

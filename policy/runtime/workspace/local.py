@@ -20,6 +20,7 @@ import time
 from array import array
 from dataclasses import dataclass
 
+from policy.runtime.gates.bounds import DEFAULT_MAX_CHECK_BYTES, TooLarge, read_local_file
 from policy.runtime.workspace.coverage import Coverage
 from policy.runtime.workspace.ignore import IgnoreFile, IgnoreStack
 from policy.runtime.workspace.snapshot import Snapshot
@@ -36,8 +37,8 @@ SKIPPED_FOLDERS = frozenset({
 VENV_MARKER = "pyvenv.cfg"
 GITIGNORE = ".gitignore"
 EXCLUDE_FILE = ".git/info/exclude"
-READ_LIMIT = 4 << 20
-"""Files larger than this are not read (their text is not checked)."""
+IGNORE_FILE_LIMIT = 1 << 20
+"""A ``.gitignore`` larger than this is not read (its rules do not apply)."""
 GIT_TIMEOUT = 5.0
 
 
@@ -57,9 +58,12 @@ class LocalWorkspace:
 
     local_clock = True
 
-    def __init__(self, root: str | os.PathLike[str], *, max_files: int = DEFAULT_MAX_FILES) -> None:
+    def __init__(self, root: str | os.PathLike[str], *, max_files: int = DEFAULT_MAX_FILES,
+                 max_bytes: int = DEFAULT_MAX_CHECK_BYTES) -> None:
         self.root = os.path.abspath(os.fspath(root))
         self.max_files = max_files
+        self.max_bytes = max_bytes
+        """The largest file ``read`` reads (the policy's ``max_check_bytes``)."""
         self._lock = threading.Lock()
         self._folders: dict[str, _Folder] = {}
         self._coverage: Coverage | None = None
@@ -168,28 +172,23 @@ class LocalWorkspace:
             name = entry.name
             try:
                 is_folder = entry.is_dir(follow_symlinks=False)
+                is_file = entry.is_file(follow_symlinks=False)  # regular: no FIFO, device, socket, symlink
             except OSError:
                 continue
             if is_folder:
                 if name not in SKIPPED_FOLDERS and not inner.ignored(relative + name, True):
                     folders.append(f"{relative}{name}/")
-            elif coverage.covers(name, relative + name) and not inner.ignored(relative + name, False):
+            elif (is_file and coverage.covers(name, relative + name)
+                  and not inner.ignored(relative + name, False)):
                 files.append(relative + name)
         return _Folder(mtime, tuple(sorted(files + folders)), rules, rules_stat)
 
     # --- files --------------------------------------------------------------
 
     def read(self, path: str) -> str | None:
-        """The text of ``path`` (relative to the root); None when missing, unreadable or too large."""
-        full = os.path.join(self.root, path)
-        try:
-            with open(full, "rb") as handle:
-                data = handle.read(READ_LIMIT + 1)
-        except OSError:
-            return None
-        if len(data) > READ_LIMIT:
-            return None
-        return data.decode("utf-8", "surrogateescape")
+        """The text of ``path`` (relative to the root); None when missing, unreadable or not a regular
+        file (a FIFO never blocks it); raises ``TooLarge`` past ``max_bytes``."""
+        return read_local_file(os.path.join(self.root, path), self.max_bytes)
 
     def relative(self, path: str) -> str | None:
         """``path`` as the agent named it (absolute, or relative to the root), relative to the root;
@@ -244,8 +243,8 @@ def _stat_pair(path: str) -> tuple[int, int] | None:
 
 
 def _read_small(path: str) -> str | None:
+    """An ignore file's text; None when it is missing, not a regular file, or over ``IGNORE_FILE_LIMIT``."""
     try:
-        with open(path, "rb") as handle:
-            return handle.read(1 << 20).decode("utf-8", "replace")
-    except OSError:
+        return read_local_file(path, IGNORE_FILE_LIMIT)
+    except TooLarge:
         return None

@@ -23,6 +23,7 @@ from policy.model.compiled import CompiledPolicy, GateRule
 from policy.model.decision import ALLOW, Decision, RuleRef
 from policy.model.events import ToolCall
 from policy.model.variables import HintVariables
+from policy.runtime.gates.bounds import TooLarge
 from policy.runtime.gates.gate import matching_gate, validator_name
 from policy.runtime.gates.problems import Problem, snippet
 from policy.runtime.gates.validators import validate
@@ -56,6 +57,8 @@ class SweepResult:
     broken: list[Broken] = field(default_factory=list)
     incomplete: list[tuple[str, GateRule]] = field(default_factory=list)
     unchecked: list[str] = field(default_factory=list)
+    too_large: list[tuple[str, GateRule, str]] = field(default_factory=list)
+    """Gated files the command changed that are over ``max_check_bytes``: path, gate, reason."""
 
 
 def sweep(policy: CompiledPolicy, workspace: Workspace, state: WorkspaceState, before: Snapshot,
@@ -81,10 +84,15 @@ def sweep(policy: CompiledPolicy, workspace: Workspace, state: WorkspaceState, b
             if gate is not None:
                 result.unchecked.append(path)
             if count < MAX_READ:
-                record(state, path, content_digest(workspace.read(path)))
+                record(state, path, _digest(workspace, path, stat))
             continue
         checked += 1
-        text = workspace.read(path)
+        try:
+            text = workspace.read(path)
+        except TooLarge as err:
+            result.too_large.append((path, gate, str(err)))
+            record(state, path, _digest(workspace, path, stat))
+            continue
         record(state, path, content_digest(text))
         if text is None:
             continue
@@ -118,6 +126,14 @@ def sweep(policy: CompiledPolicy, workspace: Workspace, state: WorkspaceState, b
     return result
 
 
+def _digest(workspace: Workspace, path: str, stat: tuple[int, int, int]) -> str:
+    """The file's content digest; for a file too large to read, one of its size and times."""
+    try:
+        return content_digest(workspace.read(path))
+    except TooLarge:
+        return content_digest("\0too large {} {} {}".format(*stat))
+
+
 def _remember(state: WorkspaceState, path: str, stat: tuple[int, int, int], passed: bool) -> None:
     checked = state.checked
     checked.pop(path, None)
@@ -127,9 +143,10 @@ def _remember(state: WorkspaceState, path: str, stat: tuple[int, int, int], pass
 
 
 def sweep_decision(policy: CompiledPolicy, call: ToolCall, command: str, result: SweepResult) -> Decision:
-    """A ``hint`` naming every file the command broke; ALLOW when it broke none."""
+    """A ``hint`` naming every file the command broke; ALLOW when it broke none (with
+    ``"checker": "unavailable"`` metadata when a file it changed was too large to check)."""
     if not result.broken:
-        return ALLOW
+        return Decision(metadata=_too_large_facts(result)) if result.too_large else ALLOW
     hints: list[str] = []
     files: list[dict[str, Any]] = []
     rule = policy.workspace
@@ -148,8 +165,16 @@ def sweep_decision(policy: CompiledPolicy, call: ToolCall, command: str, result:
     metadata: dict[str, Any] = {**files[0], "files": files}
     if result.unchecked:
         metadata["unchecked"] = list(result.unchecked)
+    if result.too_large:
+        metadata["too_large"] = [path for path, _, _ in result.too_large]
     return Decision(action="hint", rule=RuleRef("sweep", first.gate.ref.name, first.gate.ref.span),
                     hint="\n\n".join(hints), call_id=call.id, metadata=metadata)
+
+
+def _too_large_facts(result: SweepResult) -> dict[str, Any]:
+    path, gate, reason = result.too_large[0]
+    return {"path": path, "gate": gate.ref.name, "validator": validator_name(gate), "checker": "unavailable",
+            "reason": reason, "too_large": [path for path, _, _ in result.too_large]}
 
 
 def _facts(broken: Broken, command: str) -> dict[str, Any]:

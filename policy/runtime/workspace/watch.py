@@ -25,9 +25,9 @@ from typing import Any
 from policy.model.compiled import WRITING_ROLES, CompiledPolicy
 from policy.model.decision import Decision
 from policy.model.events import ToolCall
-from policy.runtime.gates.bounds import TooLarge
+from policy.runtime.gates.bounds import TooLarge, check_size
 from policy.runtime.gates.effects import FileEffect
-from policy.runtime.gates.gate import check_effect, matching_gate
+from policy.runtime.gates.gate import check_effect, matching_gate, validator_name
 from policy.runtime.gates.shell_writes import shell_writes
 from policy.runtime.workspace.base import Workspace
 from policy.runtime.workspace.coverage import Coverage
@@ -90,13 +90,18 @@ class FileWatch:
         for write in shell_writes(command):
             path = write.path
             gate = matching_gate(self.policy.gates, path)
+            if gate is None:
+                continue
             try:
                 before = texts[path] if path in texts else self.read_file(path)
-            except TooLarge:
-                return None  # a file too large to check: not gated before it runs
-            after = (before or "") + write.text if write.append else write.text
+                after = (before or "") + write.text if write.append else write.text
+                check_size(after, self.policy.max_check_bytes, f"what the command leaves in {path}")
+            except TooLarge as err:  # not gated before it runs; the sweep sees it after
+                return CommandCheck(Decision(call_id=call.id, metadata={
+                    "path": path, "gate": gate.ref.name, "validator": validator_name(gate),
+                    "checker": "unavailable", "reason": str(err)}))
             texts[path] = after
-            if gate is None or after == before:
+            if after == before:
                 continue
             decision = check_effect(self.policy, gate, call, FileEffect(path, before, after), writes=True)
             if decision.action == "block":
@@ -170,7 +175,8 @@ class FileWatch:
         if spec.role == "run" and after is not None and self.workspace is not None:
             snapshot, key = after
             kept = self.snapshots.get(state.latest) if state.latest is not None else None
-            result = sweep(self.policy, self.workspace, state, kept or snapshot, snapshot,
+            before = kept if kept is not None else snapshot  # lost: nothing to compare with
+            result = sweep(self.policy, self.workspace, state, before, snapshot,
                            started_ns=int(pending.get(STARTED) or 0), predicted=pending.get(PREDICTED) or {})
             state.latest = key
             command = spec.arg("command", call.args)
@@ -190,8 +196,11 @@ class FileWatch:
             if path in written:
                 continue
             if path in (pending.get(NOTICE) or ()) or touches(self.policy, call, path) == "other":
-                decision = notice(self.policy, call, path, self.read_file(path))
                 del state.incomplete[path]
+                try:
+                    decision = notice(self.policy, call, path, self.read_file(path))
+                except TooLarge:  # grown past the bound: no longer a prefix worth following up
+                    continue
                 if decision is not None:
                     decisions.append(decision)
         return decisions, progress
@@ -202,7 +211,11 @@ class FileWatch:
         path = self.workspace.relative(named) if isinstance(named, str) else None
         if path is None or not self.coverage.covers(posixpath.basename(path), path):
             return None
-        record(state, path, content_digest(self.workspace.read(path)))
+        try:
+            text = self.workspace.read(path)
+        except TooLarge:
+            return None
+        record(state, path, content_digest(text))
         return advance(state, fingerprint)
 
     def _relative(self, path: str) -> str:
