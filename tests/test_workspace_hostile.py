@@ -209,3 +209,22 @@ def test_an_event_without_cwd_has_no_workspace(tmp_path: Path) -> None:
     post = {**event, "hook_event_name": "PostToolUse", "tool_response": {"stdout": "", "stderr": ""}}
     assert answer(post) == ""  # the process's own folder is not taken for the project
 
+
+
+# --- .gitignore patterns the agent wrote -------------------------------------------------------
+
+
+def test_a_pathological_gitignore_line_matches_in_linear_time(tmp_path: Path) -> None:
+    (tmp_path / ".gitignore").write_text("*a" * 24 + "*b\n!keep.py\n")
+    (tmp_path / ("a" * 60 + ".py")).write_text("x = 1\n")
+    (tmp_path / ("a" * 30 + "b")).write_text("")
+    (tmp_path / "keep.py").write_text("x = 1\n")
+    walk = ("import sys\nfrom policy.runtime.workspace.coverage import Coverage\n"
+            "from policy.runtime.workspace.local import LocalWorkspace\n"
+            "print(LocalWorkspace(sys.argv[1]).snapshot(Coverage(['*.py', '*b'])).paths)")
+
+    # a backtracking match holds the interpreter's lock, so the walk runs in a process of its own
+    done = subprocess.run([sys.executable, "-c", walk, str(tmp_path)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=HANG_GUARD_SECONDS, check=True)
+
+    assert done.stdout.strip() == repr(("a" * 60 + ".py", "keep.py"))  # `a…b` is ignored, as git does
