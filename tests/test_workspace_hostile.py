@@ -71,11 +71,12 @@ def test_a_fifo_gitignore_or_exclude_file_never_blocks_a_snapshot(tmp_path: Path
     assert snapshot.paths == ("a.py", "pkg/b.py")
 
 
-def test_a_snapshot_lists_regular_files_only(tmp_path: Path) -> None:
+def test_a_snapshot_lists_regular_files_and_links_to_them_only(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("x = 1\n")
     os.mkfifo(tmp_path / "pipe.py")
     (tmp_path / "link.py").symlink_to(tmp_path / "a.py")
-    assert LocalWorkspace(tmp_path).snapshot(Coverage(["*.py"])).paths == ("a.py",)
+    (tmp_path / "pipe_link.py").symlink_to(tmp_path / "pipe.py")
+    assert LocalWorkspace(tmp_path).snapshot(Coverage(["*.py"])).paths == ("a.py", "link.py")
 
 
 # --- files past max_check_bytes ---------------------------------------------------------------
