@@ -96,6 +96,14 @@ class ScopeState:
             open_calls={str(key): checked_str(value, "open_calls")
                         for key, value in root.get("open_calls", dict).items()},
             pending={str(k): v for k, v in root.get("pending", dict).items() if isinstance(v, dict)},
-            queued=[v for v in root.data.get("queued") or [] if isinstance(v, dict)],
+            queued=[v for v in _list(root, "queued") if isinstance(v, dict)],
             files=WorkspaceState.from_json(data.get("files")),
         )
+
+
+def _list(root: Fields, name: str) -> list[Any]:
+    """A list field that older states may lack."""
+    value = root.data.get(name, [])
+    if not isinstance(value, list):
+        raise ValueError(f"scope state: {name} must be list")
+    return value
