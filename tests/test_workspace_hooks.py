@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain.agents import create_agent
 from test_hooks_claude_code import ROOT, Hook
 from test_hooks_langchain import Workspace, answer, call, model, tool_messages, turn
@@ -181,3 +182,43 @@ def test_a_session_state_started_afresh_is_told_to_the_user(tmp_path: Path) -> N
 
 def bash_event(hook: Hook, name: str, number: int) -> dict[str, Any]:
     return _tool_event(hook, name, "Bash", {"command": "ls"}, f"toolu_{number:04d}")
+
+
+def test_the_resident_responder_does_not_list_unchanged_folders_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The resident process builds a guard per event; the project's folder listings outlive it."""
+    import os
+
+    import policy.runtime.workspace.local as local
+    from policy.hooks.respond import Responder
+    from policy.stores.file import FileStore
+
+    project = tmp_path / "project"
+    for folder in range(5):
+        (project / f"pkg{folder}").mkdir(parents=True)
+        for module in range(10):
+            (project / f"pkg{folder}" / f"m{module}.py").write_text("x = 1\n")
+        os.utime(project / f"pkg{folder}", ns=(1, 1))
+    os.utime(project, ns=(1, 1))
+    responder = Responder(store=FileStore(tmp_path / "sessions"))
+
+    def bash(number: int) -> None:
+        for name in ("PreToolUse", "PostToolUse"):
+            event = {"hook_event_name": name, "session_id": "s1", "cwd": str(project), "tool_name": "Bash",
+                     "tool_input": {"command": f"echo {number}"}, "tool_use_id": f"t{number}",
+                     "tool_response": {"stdout": f"{number}\n", "stderr": ""}}
+            reply = responder.respond("builtin:claude-code", json.dumps(event).encode())
+            assert "Traceback" not in reply.stderr and "systemMessage" not in reply.stdout
+
+    bash(1)
+    listed: list[str] = []
+    real = os.scandir
+
+    def counting(path: str) -> Any:
+        listed.append(path)
+        return real(path)
+
+    monkeypatch.setattr(local.os, "scandir", counting)
+    bash(2)
+    bash(3)
+    assert listed == []

@@ -25,6 +25,7 @@ from typing import Any
 from policy.model.compiled import WRITING_ROLES, CompiledPolicy
 from policy.model.decision import Decision
 from policy.model.events import ToolCall
+from policy.model.per_policy import per_policy
 from policy.runtime.gates.bounds import TooLarge, check_size
 from policy.runtime.gates.effects import FileEffect
 from policy.runtime.gates.gate import check_effect, matching_gate, validator_name
@@ -54,8 +55,11 @@ class CommandCheck:
     pending: dict[str, Any] = field(default_factory=dict)
 
 
+@per_policy
 def coverage_of(policy: CompiledPolicy) -> Coverage:
-    """The files a snapshot covers: every gate's globs and the workspace's ``track`` globs."""
+    """The files a snapshot covers: every gate's globs and the workspace's ``track`` globs (one
+    ``Coverage`` per policy, so a workspace shared by the guards of one policy keeps its folder
+    listings: a resident hook process builds a guard per event)."""
     globs = [glob for gate in policy.gates for glob in gate.globs]
     if policy.workspace is not None:
         globs.extend(policy.workspace.track)
