@@ -24,9 +24,10 @@ from policy.model.decision import ALLOW, Decision, RuleRef
 from policy.model.events import ToolCall
 from policy.model.variables import HintVariables
 from policy.runtime.gates.bounds import TooLarge
-from policy.runtime.gates.gate import matching_gate, validator_name
+from policy.runtime.gates.gate import language_name, matching_gate, validator_name
 from policy.runtime.gates.problems import Problem, snippet
 from policy.runtime.gates.validators import validate
+from policy.runtime.shipped_hints import shipped_hint
 from policy.runtime.workspace.base import Workspace
 from policy.runtime.workspace.progress import DELETED, content_digest, record
 from policy.runtime.workspace.snapshot import Snapshot
@@ -50,6 +51,8 @@ class Broken:
     gate: GateRule
     problem: Problem
     text: str
+    created: bool
+    """The command created it (else it passed before the command)."""
 
 
 @dataclass(slots=True)
@@ -106,7 +109,7 @@ def sweep(policy: CompiledPolicy, workspace: Workspace, state: WorkspaceState, b
         _remember(state, path, stat, verdict.problem is None)
         if verdict.problem is None or not ours:
             continue
-        broken = Broken(path, gate, verdict.problem, text)
+        broken = Broken(path, gate, verdict.problem, text, path in changes.created)
         if path in changes.created:
             result.broken.append(broken)
             continue
@@ -157,7 +160,7 @@ def sweep_decision(policy: CompiledPolicy, call: ToolCall, command: str, result:
             ref = RuleRef("sweep", broken.gate.ref.name, broken.gate.ref.span)
             template = rule.hint if rule is not None else None
             variables = HintVariables(policy.name, ref, "hint", call, facts)
-            hints.append(template.render(variables) if template is not None else default_hint(facts))
+            hints.append((template or shipped_hint("broken_by_command")).render(variables))
     if len(result.broken) > MAX_SHOWN:
         rest = ", ".join(b.path for b in result.broken[MAX_SHOWN:])
         hints.append(f"[policy] This command also left these files broken: {rest}.")
@@ -186,23 +189,8 @@ def _facts(broken: Broken, command: str) -> dict[str, Any]:
         "message": problem.message,
         "snippet": snippet(broken.text, problem.line, problem.column),
         "validator": validator_name(broken.gate),
+        "language": language_name(broken.gate),
         "output": problem.output,
         "command": command,
+        "created": broken.created,
     }
-
-
-_LANGUAGES = {"python": "Python", "json": "JSON", "toml": "TOML", "yaml": "YAML"}
-
-
-def default_hint(facts: Mapping[str, Any]) -> str:
-    """The sweep's text when the policy names no hint: path, place, message, snippet."""
-    language = _LANGUAGES.get(facts["validator"])
-    problem = f"{language} error" if language else f"`{facts['validator']}` check failed"
-    place = f" at line {facts['line']}" if facts["line"] is not None else ""
-    if place and facts["column"] is not None:
-        place += f", column {facts['column']}"
-    text = (f"[policy] This command changed {facts['path']} and left it broken: "
-            f"{problem}{place}: {facts['message']}")
-    if facts["snippet"]:
-        text += "\n" + facts["snippet"]
-    return text + "\nIt passed before this command. Fix it before anything imports or runs it."
