@@ -16,7 +16,7 @@ from policy.model.decision import Decision
 from policy.model.events import Scope, ToolCall, ToolResult
 from policy.runtime.guard import Guard
 from policy.runtime.loops.detector import LoopDetector
-from policy.runtime.loops.layer import DIGEST
+from policy.runtime.loops.layer import DIGEST, ErrorKey
 from policy.runtime.loops.state import ScopeState
 from policy.stores.file import FileStore
 
@@ -60,8 +60,9 @@ def replay(detector: LoopDetector, state: ScopeState | None, events: Events, thr
         for call, (text, failed) in zip(calls, outcomes, strict=True):
             if through_json:
                 current = ScopeState.from_json(current.to_json())
+            key = ErrorKey("X", (("output", text),)) if failed else None
             decision = detector.on_result(current, call, ToolResult(text, "error" if failed else "success"),
-                                          failed=failed, error_key=("X", text) if failed else None,
+                                          failed=failed, error_key=key,
                                           state_changed=call.args["command"].startswith("pip") and not failed)
             seen.append(json.dumps(decision.to_dict(), sort_keys=True))
     return seen
