@@ -24,6 +24,7 @@ from click.testing import CliRunner
 from cli.main import policyctl
 from policy.hooks.claude_code import HookEventError, parse_event
 from policy.language.loader import load_policy
+from policy.model.decision import COMBINED
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "claude_code"
@@ -622,7 +623,7 @@ def test_every_hint_the_claude_code_policy_delivers_states_facts() -> None:
     for case in [*default.tests, *claude_code.tests]:
         for record in run_test(claude_code, case).calls:
             decision = record.decision
-            for part in decision.metadata.get("decisions") or [decision.to_dict()]:
+            for part in [d.to_dict() for d in decision.metadata.get(COMBINED) or (decision,)]:
                 if part.get("hint") and part.get("rule"):
                     rendered.setdefault(str(part["rule"]), []).append(part["hint"])
                 if "hint_fallback" in (part.get("metadata") or {}):
