@@ -96,13 +96,14 @@ COMMON_VARIABLES = frozenset(
 """The variables every rule provides: those made at once and those made on first read."""
 
 RULE_VARIABLES: dict[str, frozenset[str]] = {
-    "gate": frozenset({"path", "line", "column", "message", "snippet", "validator", "output"}),
+    "gate": frozenset({"path", "line", "column", "message", "snippet", "validator", "language", "output"}),
     "signature": frozenset({"signature", "captures", "excerpt", "output", "status", "module_origin"}),
     "repeat": frozenset({"count", "warn", "stop", "window", "same_result", "result_excerpt"}),
     "frequency": frozenset({"count", "warn", "stop", "window"}),
     "error_streak": frozenset({"count", "warn", "stop", "signature", "captures", "excerpt"}),
     "oscillation": frozenset({"count", "period", "repeats", "cycle"}),
-    "sweep": frozenset({"path", "line", "column", "message", "snippet", "validator", "output", "command"}),
+    "sweep": frozenset({"path", "line", "column", "message", "snippet", "validator", "language", "output",
+                        "command", "created"}),
     "incomplete": frozenset({"path", "line", "column", "snippet", "where", "validator"}),
 }
 """The variables each kind of rule adds (signatures add their named groups too)."""
