@@ -116,6 +116,15 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     ("php", "<?php\n$s = <<<EOT\nhello\n"),
     ("go", "package a\n\nfunc f() {\n\tx := 1\n"),
     ("css", "a {\n  color: red;\n"),
+    ("shell", "f() {\n  if [ -n \"$x\" ]; then\n    echo yes\n"),    # keyword blocks: fi, }
+    ("shell", "case $1 in\n  a)\n    while true; do\n"),           # esac, done
+    ("shell", "if [ -r x ] \\\n"),                                  # the `then` still to come
+    ("tsx", "export const A = () => (\n  <Ctx.Provider value={v}>\n    {children}\n"),  # an open element
+    ("typescript", "export function f<\n  T = unknown,\n"),       # type parameters
+    ("typescript", "export const A = ({\n  children,\n  options = {},\n"),  # arrow parameters
+    ("html", "<html>\n<head>\n<style>\na { color: red }\n"),       # raw text still open
+    ("php", "<?php\nfunction f() {\n  $e = g(substr($a, 1),\n"),   # arguments, then `;` before `}`
+    ("c", "#ifndef A_H\n#define A_H\n#ifdef __cplusplus\nextern \"C\" {\n#endif\nint f(void);\n"),
 ])
 def test_incomplete_prefixes_of_other_languages(language: str, prefix: str, policy: CompiledPolicy) -> None:
     assert write(policy, f"m.{EXTENSIONS[language]}", prefix).metadata.get("incomplete") is True
@@ -127,6 +136,34 @@ def test_an_error_followed_by_more_text_blocks_even_in_a_prefix(policy: Compiled
     decision = write(policy, "app.js", chunk, files, append=True)
     assert decision.action == "block"
     assert decision.metadata["line"] == 2
+
+
+@pytest.mark.parametrize(("language", "text", "line"), [
+    ("go", "package a\n\nfunc f() {\n\tif err != nil {\n\t\tb.Fatal(err\n\t}\n", 5),  # seen on the last line
+    ("java", "class A {\n  int f() {\n    return 1;\n\n  public int g() {\n", 5),  # a method in a method
+    ("go", "package a\n\nfunc f() {\n\tx := g(1\n\t}\n\ty := `a`\n", 4),  # a tail that closes no string
+])
+def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str, line: int,
+                                                       policy: CompiledPolicy) -> None:
+    decision = write(policy, f"m.{EXTENSIONS[language]}", text)
+    assert (decision.action, decision.metadata["line"]) == ("block", line)
+
+
+@pytest.mark.parametrize(("language", "text", "broken"), [
+    ("shell", "for file do\n  echo \"$file\"\ndone\n", "for file do\n  echo )\ndone\n"),  # POSIX for-do
+    ("css", "tr:nth-child(2n-1) td { color: red }\n", "tr:nth-child(2n-1) td { top: 0;; }\nb { x: 0 }\n"),
+    ("html", '<?xml version="1.0"?>\n<html><body><p>&#x3C;string></p></body></html>\n',
+     '<?xml version="1.0"?>\n<html><body><p>&#x3C;string></p\n<p>x</p></body></html>\n'),
+    ("c", "DECLARE_PEM_rw(CMS, CMS_ContentInfo)\nint f(void);\n",            # a macro call with no `;`
+     "DECLARE_PEM_rw(CMS, CMS_ContentInfo)\nint f(void;\nint g(void);\n"),
+    ("cpp", "class A {\n  MOCK_METHOD(void, F, ());\n};\n",                  # a macro argument no expression
+     "class A {\n  MOCK_METHOD(void, F, ());\n  int f(;\n};\n"),
+])
+def test_valid_code_the_grammar_cannot_parse_is_allowed(language: str, text: str, broken: str,
+                                                        policy: CompiledPolicy) -> None:
+    assert parser(language).parse(text.encode()).root_node.has_error
+    assert write(policy, f"m.{EXTENSIONS[language]}", text).action == "allow"
+    assert write(policy, f"m.{EXTENSIONS[language]}", broken).action == "block"
 
 
 def test_without_partial_an_incomplete_text_blocks(tmp_path: Path) -> None:
