@@ -50,9 +50,10 @@ from typing import Any
 import pytest
 
 from policy.language.loader import load_policy
-from policy.model.compiled import SYNTAX_TREE_LANGUAGES, CompiledPolicy
+from policy.model.compiled import CompiledPolicy
 from policy.model.decision import Decision
 from policy.model.events import ToolCall
+from policy.model.validators import SYNTAX_TREE_LANGUAGES
 from policy.runtime.gates import check_write, file_effect
 from policy.runtime.gates.grammars import parser
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -10,8 +11,9 @@ from typing import Any
 import pytest
 
 from policy.language.loader import check_policy, load_policy
-from policy.model.compiled import SYNTAX_TREE_LANGUAGES, CompiledPolicy
+from policy.model.compiled import CompiledPolicy
 from policy.model.events import ToolCall
+from policy.model.validators import SYNTAX_TREE_LANGUAGES
 from policy.runtime.gates import check_write
 from policy.runtime.gates import grammars as grammars_module
 from policy.runtime.gates.grammars import GRAMMARS, GrammarUnavailable, parser
@@ -164,6 +166,44 @@ def test_valid_code_the_grammar_cannot_parse_is_allowed(language: str, text: str
     assert parser(language).parse(text.encode()).root_node.has_error
     assert write(policy, f"m.{EXTENSIONS[language]}", text).action == "allow"
     assert write(policy, f"m.{EXTENSIONS[language]}", broken).action == "block"
+
+
+C_WITH_A_LIST_MACRO = "#define LIST(x) x,\nenum e { LIST(a) LIST(b) };\nint main(void) { return a; }\n"
+"""Valid C (gcc accepts it) that tree-sitter-c cannot parse: what the macro expands to is a list."""
+
+
+def _confirmed_policy(tmp_path: Path, checker: str) -> CompiledPolicy:
+    path = tmp_path / "p.policy"
+    path.write_text('policy "p" {}\ntool write_file { writes path=path content=content }\n'
+                    f'gate c {{ files "*.c"; check c; confirm command "{checker}"; partial allow }}\n')
+    return load_policy(path)
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed (.ci/run installs it)")
+def test_the_languages_own_checker_decides_what_the_grammar_calls_an_error(tmp_path: Path) -> None:
+    assert check_syntax_tree("c", C_WITH_A_LIST_MACRO, False).status == "invalid"
+    policy = _confirmed_policy(tmp_path, "gcc -fsyntax-only -x c {file}")
+    assert write(policy, "list.c", C_WITH_A_LIST_MACRO).action == "allow"
+    broken = write(policy, "list.c", C_WITH_A_LIST_MACRO.replace("(void)", "(void"))
+    assert broken.action == "block"
+    assert broken.metadata["line"] == 3  # gcc's verdict, not the grammar's first error (line 2)
+    assert "expected" in broken.metadata["message"]
+    assert write(policy, "list.c", "int f(void) {\n  return 1;\n").action == "allow"  # a prefix: no run
+
+
+def test_a_confirming_checker_that_cannot_run_leaves_the_grammars_verdict(tmp_path: Path) -> None:
+    policy = _confirmed_policy(tmp_path, "policyctl-no-such-checker {file}")
+    assert write(policy, "list.c", C_WITH_A_LIST_MACRO).action == "block"
+
+
+def test_confirm_belongs_to_a_built_in_check(tmp_path: Path) -> None:
+    path = tmp_path / "p.policy"
+    path.write_text('policy "p" {}\ngate sh { files "*.sh"; check command "bash -n {file}"; '
+                    'confirm command "sh -n {file}" }\n')
+    diagnostics = check_policy(path).diagnostics
+    diagnostics = [d for d in diagnostics if d.code.startswith("E")]
+    assert [d.code for d in diagnostics] == ["E107"]
+    assert "already is a command" in diagnostics[0].message
 
 
 def test_without_partial_an_incomplete_text_blocks(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from policy.model.compiled import SYNTAX_TREE_LANGUAGES
+from policy.model.validators import SYNTAX_TREE_LANGUAGES
 
 BLOCK_COMMENT_END = "*/"
 _IMPORT_TYPE = re.compile(rb"\bimport\(\s*(?:\"[^\"\n]*\"|'[^'\n]*')\s*\)")
@@ -108,7 +108,7 @@ GRAMMARS: dict[str, Grammar] = {
     )
 }
 """Every tree-sitter language a gate can name (``check javascript``)."""
-assert tuple(GRAMMARS) == SYNTAX_TREE_LANGUAGES, "model.compiled.SYNTAX_TREE_LANGUAGES names every grammar"
+assert tuple(GRAMMARS) == SYNTAX_TREE_LANGUAGES, "model.validators.SYNTAX_TREE_LANGUAGES names every grammar"
 
 _LANGUAGES: dict[str, Any] = {}
 _LOCK = threading.Lock()
