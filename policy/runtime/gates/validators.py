@@ -15,7 +15,6 @@ from functools import cache
 
 from policy.model.compiled import Validator
 from policy.model.validators import BUILTIN_VALIDATORS
-from policy.runtime.gates.command import run_checker
 from policy.runtime.gates.problems import Verdict, unavailable
 
 Check = Callable[[str, bool, str | None], Verdict]
@@ -39,13 +38,19 @@ def validate(
 ) -> Verdict:
     """Check ``text``, the content ``path`` would have after a write (``before``: its text now)."""
     if validator.kind == "command":
-        return run_checker(validator, text, path, partial=partial)
+        return _run_checker(validator, text, path, partial)
     check = builtin_check(validator.kind)
     if check is None:
         return unavailable(f"no built-in validator named {validator.kind!r}")
     verdict = check(text, partial, before)
     if verdict.status == "invalid" and validator.confirm is not None:
-        confirmed = run_checker(validator.confirm, text, path, partial=partial)
+        confirmed = _run_checker(validator.confirm, text, path, partial)
         if confirmed.status != "unavailable":
             return confirmed
     return verdict
+
+
+def _run_checker(validator: Validator, text: str, path: str, partial: bool) -> Verdict:
+    from policy.runtime.gates.command import run_checker  # subprocess, tempfile: only for a checker
+
+    return run_checker(validator, text, path, partial=partial)
