@@ -6,7 +6,7 @@ TypeScript, Java, CSS), Debian packages shipping sources (Go from
 system headers, C++ from googletest, fmt and nlohmann-json, Ruby's and PHP's
 libraries, the shell scripts Debian ships, HTML documentation).  A file is
 used only when the language's own checker accepts it where one is
-installed (``node --check``, TypeScript's parser, ``gofmt -e``,
+installed (``node --check``, an ES module as ``.mjs``; TypeScript's parser, ``gofmt -e``,
 ``gcc``/``g++ -fsyntax-only``, ``ruby -c``, ``php -l``, ``bash -n``).
 
 1. Valid files are never blocked: each is written through ``check_write``
@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import tempfile
 import zlib
@@ -138,10 +139,23 @@ _CPP_INCLUDES = [f"-I/usr/src/googletest/{part}" for part in
                  ("googletest", "googletest/include", "googlemock", "googlemock/include")]
 
 
+_ES_MODULE = re.compile(r"^(?:import|export)\b", re.MULTILINE)
+
+
+def _node_accepts(path: Path) -> bool:
+    """``node --check``; an ES module named ``.js`` is checked as ``.mjs`` (node 20 passes it unparsed)."""
+    if path.suffix != ".js" or not _ES_MODULE.search(path.read_text(encoding="utf-8")):
+        return _accepted(["node", "--check", str(path)])
+    with tempfile.TemporaryDirectory(prefix="policyctl-corpus-") as folder:
+        module = Path(folder, path.stem + ".mjs")
+        module.write_bytes(path.read_bytes())
+        return _accepted(["node", "--check", str(module)])
+
+
 def candidates(language: str) -> tuple[list[Path], Callable[[Path], bool] | None]:
     """The language's files and, where one is installed, its own checker."""
     if language == "javascript":
-        return _files([NPM], {".js", ".mjs", ".cjs"}), lambda p: _accepted(["node", "--check", str(p)])
+        return _files([NPM], {".js", ".mjs", ".cjs"}), _node_accepts
     if language in ("typescript", "tsx"):
         suffixes = {".ts", ".mts", ".cts"} if language == "typescript" else {".tsx"}
         return _files([NPM], suffixes), None
