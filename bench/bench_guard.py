@@ -42,7 +42,7 @@ from policy.language.loader import load_policy
 from policy.model.events import Scope, ToolCall, ToolResult
 from policy.model.jsontext import compact
 from policy.runtime.guard import Guard
-from policy.runtime.output import output_reader, read_output
+from policy.runtime.output import output_reader
 from policy.runtime.signatures import diagnose, hint_variables
 
 RUN_LENGTH = 20
@@ -105,7 +105,7 @@ def floor(guard: Guard, output: Callable[[int], str]) -> Callable[[Event], None]
     """The guard's unavoidable library calls for one event (see the module docstring)."""
     policy = guard.policy
     call, result, _ = events(1, output, "floor")[0]
-    diagnosis = diagnose(policy, call, result, read_output(policy, result.content))
+    diagnosis = diagnose(policy, call, result, output_reader(policy).read(result.content))
     rule = diagnosis.signature
     pattern_set = output_reader(policy).pattern_set
     assert pattern_set is not None

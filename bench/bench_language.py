@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from policy.language.collector import Report
+from policy.language.collector import DiagnosticCollector
 from policy.language.compiler import compile_policy
 from policy.language.compose import compose
 from policy.language.loader import check_policy
@@ -119,14 +119,14 @@ def main() -> None:
         lark.parse(text)  # build and warm the parser first
 
         def compile_only() -> None:
-            report = Report()
+            report = DiagnosticCollector()
             compile_policy(compose(str(path), report), report)
 
         times = best_of(
             {
                 "lark parse alone (baseline)": lambda: lark.parse(text),
                 "parse to located AST": lambda: parse(text, str(path)),
-                "read + compose (extends)": lambda: compose(str(path), Report()),
+                "read + compose (extends)": lambda: compose(str(path), DiagnosticCollector()),
                 "compose + check + compile": compile_only,
                 "check_policy (whole pipeline)": lambda: check_policy(path),
             }

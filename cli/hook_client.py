@@ -3,10 +3,10 @@
 Claude Code runs the hook twice per tool call, so this module imports only
 ``os``, ``sys``, ``socket`` and ``zlib`` (no click, pydantic, Lark or Jinja2).
 It sends the event to the user's resident process over a Unix socket and
-prints its answer.  When none answers, it starts one in the background
-(``python -P -m policy.hooks.resident``) and answers this event itself,
-through the same code the resident process runs (``policy.hooks.respond``),
-with the compiled policy from the user's cache.
+prints its answer.  When none answers, it answers the event itself, through
+the same code the resident process runs (``policy.hooks.respond``) with the
+compiled policy from the user's cache, and then starts one in the background
+(``python -P -m policy.hooks.resident``) for the next events.
 
 The socket is ``hook-<installation>.sock`` in a folder only this user may
 use (0700, owned by the user, no symlink): ``$XDG_RUNTIME_DIR/policyctl``,
@@ -46,17 +46,16 @@ def run(arguments: list[str]) -> int | None:
     stdin = sys.stdin.buffer.read()
     path = socket_path() if resident and resident_wanted() else None
     reply = forward(path, policy, stdin) if path is not None else None
-    if reply is None:
-        if path is not None:
-            start_resident(path, policy)
-        reply = answer_here(policy, stdin)
-    out, err = reply
+    answered_here = reply is None
+    out, err = answer_here(policy, stdin) if reply is None else reply
     if out:
         sys.stdout.buffer.write(out + (b"" if out.endswith(b"\n") else b"\n"))
         sys.stdout.buffer.flush()
     if err:
         sys.stderr.buffer.write(err)
         sys.stderr.buffer.flush()
+    if answered_here and path is not None:  # after the answer: its start-up does not delay this event
+        start_resident(path, policy)
     return 0
 
 

@@ -2,25 +2,38 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import click
 
 from cli.paths import policy_sources
 from cli.terminal import color_enabled
-from policy.language.loader import check_policy, source_text
+from policy.language.loader import check_policy
+from policy.model.diagnostics import Diagnostic
 from policy.reporters import LintReport
 from policy.reporters.github import render_github
 from policy.reporters.json_format import render_json
 from policy.reporters.sarif import render_sarif
 from policy.reporters.text import render_text
 
-FORMATS = ("text", "json", "github", "sarif")
+
+def _text(report: LintReport, *, color: bool) -> str:
+    return render_text(report, report.texts.get, color=color)
+
+
+FORMATS: dict[str, Callable[..., str]] = {
+    "text": _text,
+    "json": render_json,
+    "github": render_github,
+    "sarif": render_sarif,
+}
+"""Every output format of ``policyctl lint``: name → renderer (only ``text`` takes ``color``)."""
 
 
 @click.command()
 @click.argument("paths", nargs=-1, metavar="[PATHS]...")
-@click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True,
+@click.option("--format", "output_format", type=click.Choice(tuple(FORMATS)), default="text",
+              show_default=True,
               help="text: for people; json: one document; github: workflow annotations; sarif: SARIF 2.1.0.")
 @click.option("--strict", is_flag=True, help="Fail (exit 1) on warnings too.")
 def lint(paths: tuple[str, ...], output_format: str, strict: bool) -> None:
@@ -46,16 +59,16 @@ def lint(paths: tuple[str, ...], output_format: str, strict: bool) -> None:
 def lint_sources(sources: Iterable[str]) -> LintReport:
     """Check each source (a path or ``builtin:NAME``) and collect everything found."""
     checked = list(sources)
-    diagnostics = [d for source in checked for d in check_policy(source)[1]]
-    return LintReport.build(diagnostics, len(checked))
+    diagnostics: list[Diagnostic] = []
+    texts: dict[str, str] = {}
+    for source in checked:
+        result = check_policy(source)
+        diagnostics.extend(result.diagnostics)
+        texts.update(result.texts)
+    return LintReport.build(diagnostics, len(checked), texts)
 
 
 def render_report(report: LintReport, output_format: str, *, color: bool = False) -> str:
     """The report in one of :data:`FORMATS`."""
-    if output_format == "json":
-        return render_json(report)
-    if output_format == "github":
-        return render_github(report)
-    if output_format == "sarif":
-        return render_sarif(report)
-    return render_text(report, source_text, color=color)
+    render = FORMATS[output_format]
+    return render(report, color=color) if output_format == "text" else render(report)

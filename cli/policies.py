@@ -5,10 +5,10 @@ from __future__ import annotations
 import click
 
 from cli.terminal import color_enabled
-from policy.language.loader import check_policy, source_text
+from policy.language.loader import check_policy
 from policy.model.compiled import CompiledPolicy
 from policy.model.diagnostics import Diagnostic, Severity
-from policy.reporters.text import render_diagnostic
+from policy.reporters.text import render_diagnostics
 
 EXIT_USAGE = 2
 
@@ -18,15 +18,16 @@ def compile_or_exit(sources: list[str], command: str, skipped: str) -> list[Comp
     ``skipped`` ("no test was run") and exit 2."""
     policies: list[CompiledPolicy] = []
     errors: list[Diagnostic] = []
+    texts: dict[str, str] = {}
     for source in sources:
-        policy, diagnostics = check_policy(source)
-        errors.extend(d for d in diagnostics if d.severity is Severity.ERROR)
-        if policy is not None:
-            policies.append(policy)
+        result = check_policy(source)
+        errors.extend(d for d in result.diagnostics if d.severity is Severity.ERROR)
+        texts.update(result.texts)
+        if result.policy is not None:
+            policies.append(result.policy)
     if errors:
         color = color_enabled(err=True)
-        for diagnostic in dict.fromkeys(errors):
-            text = render_diagnostic(diagnostic, source_text(diagnostic.span.file), color=color)
+        for text in render_diagnostics(dict.fromkeys(errors), texts.get, color=color):
             click.echo(text + "\n", err=True, color=color)
         click.echo(f"policyctl {command}: {len(errors)} error(s) in the policies; {skipped}", err=True)
         click.get_current_context().exit(EXIT_USAGE)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import click
 
 from cli.paths import policy_sources
@@ -12,12 +14,18 @@ from policy.testing.runner import PolicyTestResult, run_tests
 
 EXIT_FAILED = 1
 
-_RENDERERS = {"json": render_json, "junit": render_junit, "github": render_github}
+FORMATS: dict[str, Callable[..., str]] = {
+    "text": render_text,
+    "json": render_json,
+    "junit": render_junit,
+    "github": render_github,
+}
+"""Every output format of ``policyctl test``: name → renderer (only ``text`` takes ``color``)."""
 
 
 @click.command("test")
 @click.argument("paths", nargs=-1, metavar="[PATHS]...")
-@click.option("--format", "output_format", type=click.Choice(["text", "json", "junit", "github"]),
+@click.option("--format", "output_format", type=click.Choice(tuple(FORMATS)),
               default="text", show_default=True,
               help="text for people, json, junit (XML for CI test reports), github (annotations).")
 @click.option("-k", "pattern", metavar="PATTERN",
@@ -41,9 +49,10 @@ def policy_tests(paths: tuple[str, ...], output_format: str, pattern: str | None
         results.extend(run_tests(policy, selected))
     if pattern is not None and not results:
         raise click.UsageError(f"no test name contains {pattern!r}")
+    render = FORMATS[output_format]
     if output_format == "text":
         color = color_enabled()
-        click.echo(render_text(results, color=color), nl=False, color=color)
+        click.echo(render(results, color=color), nl=False, color=color)
     else:
-        click.echo(_RENDERERS[output_format](results), nl=False)
+        click.echo(render(results), nl=False)
     click.get_current_context().exit(EXIT_FAILED if any(not r.passed for r in results) else 0)

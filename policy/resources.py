@@ -7,6 +7,7 @@ they are packaged inside it as ``policy/_data/<name>``.
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from functools import cache
 from pathlib import Path
@@ -50,7 +51,28 @@ def _user_base(xdg_variable: str, default: Path) -> Path:
     return Path(os.environ.get(xdg_variable) or default)
 
 
+class UnsafeFolder(OSError):
+    """A per-user folder that someone else owns or may write: it is not used."""
+
+
 def _private(base: Path) -> Path:
-    path = base / "policyctl"
+    return private_folder(base / "policyctl")
+
+
+def private_folder(path: Path) -> Path:
+    """``path``, created 0700; raises :class:`UnsafeFolder` when it is a symlink, is not a folder,
+    belongs to another user or is writable by others (nothing in it can then be trusted)."""
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if sys.platform == "win32":
+        return path
+    info = path.lstat()
+    problem = None
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        problem = "is not a folder (a symlink?)"
+    elif info.st_uid != os.getuid():
+        problem = f"belongs to user {info.st_uid}, not to {os.getuid()}"
+    elif info.st_mode & 0o022:
+        problem = f"is writable by others (mode {stat.S_IMODE(info.st_mode):o})"
+    if problem:
+        raise UnsafeFolder(f"{path} {problem}; it is not used")
     return path

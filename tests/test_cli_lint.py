@@ -71,15 +71,20 @@ def test_bad_example_has_exactly_its_one_problem(fixture: Path) -> None:
     assert [d.code for d in report.diagnostics] == [fixture.name.split("_", 1)[0].upper()]
 
 
+UNFIXTURED = {"E605"}
+"""Codes no single file can trigger (E605 needs a chain of 33 files: tests/test_language_hostile.py)."""
+FIXTURED = set(CODES) - UNFIXTURED
+
+
 def test_every_diagnostic_code_has_a_bad_example() -> None:
     covered = {f.name.split("_", 1)[0].upper() for f in BAD_FIXTURES}
-    assert covered == set(CODES)
+    assert covered == FIXTURED
 
 
 def test_lint_the_folder_of_bad_examples(in_repo: None) -> None:
     status, output = lint("tests/fixtures/bad")
-    errors = sum(1 for code in CODES.values() if code.severity.value == "error")
-    warnings = len(CODES) - errors
+    errors = sum(1 for code in CODES.values() if code.severity.value == "error" and code.code in FIXTURED)
+    warnings = len(FIXTURED) - errors
     assert status == 1
     assert output.endswith(f"{errors} errors, {warnings} warnings in {len(BAD_FIXTURES)} files\n")
 
@@ -169,7 +174,7 @@ def test_github_format(in_repo: None) -> None:
     status, output = lint("--format", "github", "tests/fixtures/bad")
     lines = output.splitlines()
     assert status == 1
-    assert len(lines) == len(CODES)
+    assert len(lines) == len(FIXTURED)
     assert all(line.startswith(("::error file=tests/fixtures/bad/", "::warning file=tests/fixtures/bad/"))
                for line in lines)
     assert sum(line.startswith("::warning ") for line in lines) == 3
@@ -180,7 +185,7 @@ def test_sarif_format(in_repo: None) -> None:
     log = json.loads(output)
     (run,) = log["runs"]
     assert status == 1
-    assert sorted(r["ruleId"] for r in run["results"]) == sorted(CODES)
+    assert sorted(r["ruleId"] for r in run["results"]) == sorted(FIXTURED)
     assert {r["locations"][0]["physicalLocation"]["artifactLocation"]["uriBaseId"] for r in run["results"]} \
         == {"SRCROOT"}
 

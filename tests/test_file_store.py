@@ -301,3 +301,31 @@ def test_the_default_directory_is_the_user_state_folder(tmp_path: Path,
     assert store.directory == tmp_path / "policyctl" / "sessions"
     _bump(store, Scope("t", "r"))
     assert (tmp_path / "policyctl" / "sessions" / "s-t.json").exists()
+
+
+# --- hostile input (issue 16) -------------------------------------------------------------------
+
+def test_a_lone_surrogate_is_saved_and_read_back_unchanged(tmp_path: Path) -> None:
+    scope = Scope("t", "run-\udcff")
+    with FileStore(tmp_path).scope(scope) as state:
+        state.pending["c1"] = {"hint": "bad byte \udcff here"}
+    with FileStore(tmp_path).scope(scope) as state:
+        assert state.pending == {"c1": {"hint": "bad byte \udcff here"}}
+
+
+def test_a_symlink_planted_in_the_folder_is_never_followed(tmp_path: Path) -> None:
+    folder, target = tmp_path / "sessions", tmp_path / "elsewhere.txt"
+    store = FileStore(folder)
+    store.path_for("victim").symlink_to(target)
+    with pytest.raises(OSError), store.scope(Scope("victim", "r")):
+        pass
+    assert not target.exists()
+
+
+def test_a_folder_others_can_write_is_not_used(tmp_path: Path) -> None:
+    folder = tmp_path / "sessions"
+    folder.mkdir(mode=0o700)
+    folder.chmod(0o777)
+    with pytest.raises(OSError, match="writable by others"), FileStore(folder).scope(Scope("t", "r")):
+        pass
+    assert list(folder.iterdir()) == []

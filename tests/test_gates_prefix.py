@@ -1,65 +1,145 @@
-"""What is open at the end of a Python text, and the text that closes it."""
+"""Incomplete Python prefixes: where the open ending starts, and a check linear in the text."""
 
 from __future__ import annotations
 
 import ast
+import builtins
+import random
+import sysconfig
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from policy.runtime.gates.prefix import scan_python
+from policy.runtime.gates.prefix import continued, last_word_start, open_ending
+from policy.runtime.gates.python_syntax import check_python
 
-COMPLETIONS = {
-    "open call": ("print(a,\n", ")\n"),
-    "nested brackets": ("x = {'a': [(1,\n", ")]}\n"),
-    "open string inside a call": ('f("""doc\n', '""")\n'),
-    "string ending in a backslash": ("x = 'a\\", "\\'\n"),
-    "header": ("def f(x):\n", "    pass\n"),
-    "header with a comment": ("class A:\n    if x:  # why\n", "        pass\n"),
-    "header written mid-line": ("while True:", "\n    pass\n"),
-    "match header": ("match x:\n", "    case _:\n        pass\n"),
-    "lone decorator": ("class A:\n    @property\n", "    def _(): pass\n"),
-    "try without handlers": ("try:\n    x = 1\n", "finally:\n    pass\n"),
-    "nested open trys and a header": (
-        "try:\n    y = 0\n    try:\n        if y:\n",
-        "            pass\n    finally:\n        pass\nfinally:\n    pass\n",
-    ),
-    "try already handled": ("try:\n    x = 1\nexcept E:\n    y = 2\n", ""),
-    "comment at the end": ("f(a,  # note", "\n)\n"),
-    "backslash continuation": ("x = 1 + \\\n", ""),
-    "nothing open": ("x = 1\n", ""),
-    "blank text": ("", ""),
+
+def test_the_open_ending_is_a_string_still_open_at_the_end() -> None:
+    text = "x = f'''abc\nmore"
+    assert open_ending(text, 5, "unterminated triple-quoted string literal (detected at line 2)") == 4
+    assert open_ending("y = rb'abc", 6, "unterminated string literal (detected at line 1)") == 4
+    # a one-line string that a newline ends is a genuine error, not an open ending
+    assert open_ending("x = 'abc\ny = 1\n", 4, "unterminated string literal (detected at line 1)") is None
+
+
+def test_the_open_ending_is_the_word_the_unfinished_last_line_ends_in() -> None:
+    assert last_word_start("value = compute_") == 8
+    assert last_word_start("x = 0x") == 4
+    assert last_word_start("x = a <=  ") == 6
+    assert last_word_start("f(a)\n") == 5                     # a finished line: nothing is being typed
+    assert open_ending("x = 0x", 5, "invalid hexadecimal literal") == 4
+    assert open_ending("def f(:\n    pass\nx = 0x", 6, "invalid syntax") is None
+
+
+def test_the_text_before_the_ending_is_continued_so_the_parser_asks_whether_it_can_go_on() -> None:
+    assert continued("x = 'abc", 4) == "x = \\\n"
+    assert continued("if x:\n    pass\nelse", 15) == "if x:\n    pass\n"
+
+
+# --- linear time: at most three parses, whatever the input ------------------------------------
+
+@pytest.fixture
+def parses(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """The length of every text the gate hands to ``compile``."""
+    seen: list[int] = []
+    real = builtins.compile
+
+    def counting(source: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(len(source))
+        return real(source, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "compile", counting)
+    yield seen
+
+
+ADVERSARIAL = {
+    "deep brackets": "x = " + "(" * 4000,
+    "brackets under the nesting limit, then a long tail": "y = " + "(" * 150 + "1 + " * 20000,
+    "a 200 KB file ending in 150 open brackets": "def f(x):\n    return x\n" * 8000 + "z = " + "(" * 150,
+    "many closed strings, one open": "x = [" + "'a', " * 20000 + "'",
+    "a long line of a list": "x = [" + "1, " * 70000,
+    "unfinished keyword arguments in nested calls": "f(" * 150 + "a=",
+    "an error behind an open string": "def f(:\n    pass\n" + "x = (" * 100 + "'abc",
 }
 
 
-@pytest.mark.parametrize(("text", "completion"), COMPLETIONS.values(), ids=COMPLETIONS.keys())
-def test_the_completion_closes_what_is_open(text: str, completion: str) -> None:
-    assert scan_python(text).completion() == completion
+@pytest.mark.parametrize("text", ADVERSARIAL.values(), ids=ADVERSARIAL.keys())
+def test_the_partial_check_parses_at_most_three_times(text: str, parses: list[int]) -> None:
+    check_python(text, True)
+    assert len(parses) <= 3
+    assert sum(parses) <= 3 * len(text) + 400
 
 
-PARSEABLE = {name: case for name, case in COMPLETIONS.items() if not case[0].endswith("\\\n")}
-"""A trailing continuation is left open: whatever follows it must come from the next chunk."""
+def test_an_error_behind_an_open_string_is_still_found() -> None:
+    verdict = check_python(ADVERSARIAL["an error behind an open string"], True)
+    assert verdict.status == "invalid" and verdict.problem is not None and verdict.problem.line == 1
 
 
-@pytest.mark.parametrize(("text", "completion"), PARSEABLE.values(), ids=PARSEABLE.keys())
-def test_the_completed_text_parses(text: str, completion: str) -> None:
-    ast.parse(text + completion)
+def test_more_open_brackets_than_python_allows_is_a_genuine_error() -> None:
+    verdict = check_python("x = " + "(" * 100_000, True)
+    assert verdict.status == "invalid" and verdict.problem is not None
+    assert "too many nested parentheses" in verdict.problem.message
 
 
-def test_brackets_and_quotes_inside_strings_and_comments_do_not_count() -> None:
-    tail = scan_python("x = ')]'  # ( [ {\ny = \"\"\"(\n'''\"\"\" + '\\''\n")
-    assert (tail.brackets, tail.string_quote, tail.line_open) == ("", "", False)
+# --- properties against ast.parse ---------------------------------------------------------------
+
+def _stdlib_texts() -> list[str]:
+    texts = []
+    for path in sorted(Path(sysconfig.get_paths()["stdlib"]).glob("*.py"))[:120]:
+        try:
+            text = path.read_text(encoding="utf-8")
+            ast.parse(text)
+        except (SyntaxError, UnicodeDecodeError, ValueError):
+            continue
+        texts.append(text)
+    return texts
 
 
-def test_a_line_break_inside_brackets_does_not_end_the_logical_line() -> None:
-    text = "x = 1\nfoo(a,\n    b,\n"
-    tail = scan_python(text)
-    assert tail.line_open and tail.brackets == "("
-    assert tail.last_line_start == text.index("foo")
+STDLIB = _stdlib_texts()
 
 
-def test_errors_past_the_threshold_are_in_text_an_append_can_still_change() -> None:
-    assert scan_python("x = f'''abc").threshold == 4        # the open string
-    assert scan_python("x = 1 + \\\n").threshold == 8       # the continuation
-    assert scan_python("x = 0x").threshold == 4             # the literal being typed
-    assert scan_python("f(a)  # co").threshold == 6         # the comment
-    assert scan_python("f(a)\n").threshold == 5             # a finished line: nothing
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(range(len(STDLIB))), st.floats(0, 1))
+def test_no_prefix_of_a_valid_file_is_blocked(index: int, where: float) -> None:
+    """Cut anywhere, mid-token included: a valid file's prefix is never a genuine error."""
+    text = STDLIB[index]
+    cut = int(len(text) * where)
+    assert check_python(text[:cut], True).status in ("valid", "incomplete")
+
+
+PY_SOUP = st.text(alphabet="()[]{}'\"\\#:=,.+ \nabcif01", max_size=400)
+
+
+@settings(max_examples=200, deadline=None)
+@given(PY_SOUP)
+def test_on_complete_text_the_gate_agrees_with_ast_parse(text: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            ast.parse(text)
+            parses = True
+        except (SyntaxError, ValueError):
+            parses = False
+    assert (check_python(text, False).status == "valid") == parses
+    if parses:
+        assert check_python(text, True).status == "valid"
+
+
+SOUP_PIECES = ["(", "[", "{", ")", "]", "}", "'", '"', '"""', "'''", "\\", "\n", "    ", "x", "=", ":", ",",
+               "if ", "for ", "lambda ", "def f", "#", "f'{", "1e", "0x", "a" * 40]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(SOUP_PIECES), min_size=1, max_size=40), st.integers(1, 4000))
+def test_bracket_and_string_soups_are_checked_in_bounded_time(pieces: list[str], repeat: int) -> None:
+    """A generous bound (1 s per 100 KB, at least 1 s) that machine noise cannot break; figures: bench/."""
+    text = "".join(random.Random(repeat).choice(pieces) for _ in range(repeat * 10))
+    start = time.perf_counter()
+    check_python(text, True)
+    assert time.perf_counter() - start < max(1.0, len(text) / 100_000)

@@ -138,18 +138,31 @@ def test_a_decision_cannot_be_changed_only_copied(default: CompiledPolicy) -> No
     assert (quiet.action, quiet.hint, decision.action) == ("hint", None, "hint") and decision.hint
 
 
-def test_a_fault_inside_the_guard_allows_and_says_so(default: CompiledPolicy) -> None:
+def test_a_store_fault_costs_loop_counting_and_says_so(default: CompiledPolicy) -> None:
     guard, scope = Guard(default, store=_BrokenStore()), Scope("t", "r")
     decision = guard.on_turn([bash("c1")], scope)
     assert decision.action == "allow"
-    assert "ConnectionError" in decision.metadata["internal_error"]
+    assert decision.metadata["loop_state"] == "unavailable"
+    assert "ConnectionError" in decision.metadata["loop_state_reason"]
     guard.reset("t")
     guard.clear_pending(scope)
 
 
+def _failing_reader(path: str) -> str | None:
+    raise RuntimeError("the sandbox is gone")
+
+
+def test_a_fault_inside_the_guard_allows_and_says_so(default: CompiledPolicy) -> None:
+    guard, scope = Guard(default, read_file=_failing_reader), Scope("t", "r")
+    call = ToolCall(id="c1", name="write_file", args={"path": "app.py", "content": "x = 1\n"})
+    decision = guard.on_call(call, scope)
+    assert decision.action == "allow"
+    assert "RuntimeError" in decision.metadata["internal_error"]
+
+
 def test_on_internal_error_block_blocks_the_call(tmp_path: Path) -> None:
     policy = overlay(tmp_path, "policy \"strict\" { on_internal_error block }\n")
-    guard, scope = Guard(policy, store=_BrokenStore(), read_file=lambda path: None), Scope("t", "r")
+    guard, scope = Guard(policy, read_file=_failing_reader), Scope("t", "r")
     call = ToolCall(id="c1", name="write_file", args={"path": "app.py", "content": "x = 1\n"})
     decision = guard.on_call(call, scope)
     assert decision.action == "block"

@@ -97,7 +97,15 @@ def _parts(decision: Decision) -> list[dict[str, Any]]:
 def _templates_by_rule(policy: CompiledPolicy) -> dict[str, str]:
     loops = (policy.repeat, policy.frequency, policy.error_streak, policy.oscillation)
     rules: list[Any] = [*policy.gates, *policy.signatures, *(loop for loop in loops if loop)]
-    return {str(rule.ref): rule.hint.source for rule in rules if rule.hint is not None}
+    templates = {str(rule.ref): rule.hint.source for rule in rules if rule.hint is not None}
+    workspace = policy.workspace
+    if workspace is not None:
+        for gate in policy.gates:
+            if workspace.hint is not None:
+                templates[f"sweep {gate.ref.name}"] = workspace.hint.source
+            if workspace.incomplete_hint is not None:
+                templates[f"incomplete {gate.ref.name}"] = workspace.incomplete_hint.source
+    return templates
 
 
 @pytest.mark.parametrize("hint_file", SHIPPED_HINTS, ids=[path.name for path in SHIPPED_HINTS])
@@ -251,6 +259,9 @@ def test_json_is_plain_text_json() -> None:
     ("google.protobuf", "protobuf"),
     ("requests", "requests"),
     ("numpy.linalg", "numpy"),
+    ("erfa", "pyerfa"),
+    ("nacl.signing", "PyNaCl"),
+    ("pkg_resources", "setuptools"),
 ])
 def test_pip_name(module: str, distribution: str) -> None:
     assert pip_name(module) == distribution

@@ -116,6 +116,14 @@ def bash_pair(hook: Hook, number: int, command: str = "cat flag.txt") -> tuple[E
     return hook.event("pre_bash", **changes), hook.event("post_bash_ok", **changes)
 
 
+def repeat_bash(hook: Hook, times: int) -> None:
+    """Answer ``times`` identical Bash calls, the PreToolUse and then the PostToolUse event of each."""
+    for number in range(1, times + 1):
+        pre, post = bash_pair(hook, number)
+        hook.answer(pre)
+        hook.answer(post)
+
+
 # --- write gates ------------------------------------------------------------------------
 
 
@@ -190,10 +198,7 @@ def test_loop_state_survives_between_hook_processes(hook: Hook) -> None:
 
 
 def test_a_new_user_prompt_starts_a_fresh_budget(hook: Hook) -> None:
-    for number in range(1, 5):
-        pre, post = bash_pair(hook, number)
-        hook.answer(pre)
-        hook.answer(post)
+    repeat_bash(hook, 4)
     assert hook.answer(hook.event("user_prompt_submit")) is None
 
     pre, _ = bash_pair(hook, 5)
@@ -201,10 +206,7 @@ def test_a_new_user_prompt_starts_a_fresh_budget(hook: Hook) -> None:
 
 
 def test_sessions_do_not_share_state(hook: Hook) -> None:
-    for number in range(1, 5):
-        pre, post = bash_pair(hook, number)
-        hook.answer(pre)
-        hook.answer(post)
+    repeat_bash(hook, 4)
     pre, _ = bash_pair(hook, 5)
     assert hook.answer({**pre, "session_id": "another-session"}) is None
 
@@ -466,10 +468,7 @@ def test_each_prompt_id_is_a_new_loop_budget(hook: Hook) -> None:
 
 
 def test_a_subagent_has_its_own_loop_budget(hook: Hook) -> None:
-    for number in range(1, 5):
-        pre, post = bash_pair(hook, number)
-        hook.answer(pre)
-        hook.answer(post)
+    repeat_bash(hook, 4)
     pre, _ = bash_pair(hook, 5)
     subagent = {**pre, "agent_id": "a4d2c8f1e0b3a297", "agent_type": "Explore"}
     assert hook.answer(subagent) is None
@@ -528,10 +527,7 @@ def test_every_other_event_is_accepted_and_answered_with_nothing(hook: Hook, eve
 
 
 def test_session_end_forgets_the_session(hook: Hook) -> None:
-    for number in range(1, 5):
-        pre, post = bash_pair(hook, number)
-        hook.answer(pre)
-        hook.answer(post)
+    repeat_bash(hook, 4)
     hook.answer({**hook.event("user_prompt_submit"), "hook_event_name": "SessionEnd", "reason": "exit"})
     pre, _ = bash_pair(hook, 5)
     assert hook.answer(pre) is None

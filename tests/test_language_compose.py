@@ -144,8 +144,11 @@ def test_a_diamond_reads_the_shared_base_once(tmp_path: Path) -> None:
 def test_extends_is_relative_to_the_file_that_names_it(tmp_path: Path) -> None:
     write(tmp_path, "shared/base.policy", BASE)
     write(tmp_path, "shared/team.policy", 'extends "base.policy"\n')
-    policy = load_policy(write(tmp_path, "repo/app.policy", 'extends "../shared/team.policy"\n'))
-    assert [g.ref.name for g in policy.gates] == ["python"]
+    app = write(tmp_path, "repo/app.policy", 'extends "../shared/team.policy"\n')
+    policy = check_policy(app, confine=False).policy  # ../shared lies outside repo/: allowed explicitly
+    assert policy is not None and [g.ref.name for g in policy.gates] == ["python"]
+    [outside] = check_policy(app).diagnostics
+    assert (outside.code, outside.span.line, outside.span.column) == ("E604", 1, 9)
 
 
 def test_a_missing_base_is_reported_at_the_extends(tmp_path: Path) -> None:

@@ -50,7 +50,7 @@ def test_reference_examples_have_no_errors(tmp_path: Path, example: str) -> None
     assert errors == []
 
 
-@pytest.mark.parametrize("code", sorted(c for c in CODES if c != "E001"))
+@pytest.mark.parametrize("code", sorted(c for c in CODES if c not in ("E001", "E605")))
 def test_each_diagnostic_example_triggers_its_code(tmp_path: Path, code: str) -> None:
     [example] = _FENCE.findall(SECTIONS[code][1])
     assert code in [found for found, _ in check_example(tmp_path, example)]

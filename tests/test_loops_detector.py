@@ -1,4 +1,4 @@
-"""Turn-level loop layers (repeat, frequency) and the decision-ordering rules of DESIGN.md."""
+"""Turn-level loop layers (repeat, frequency) and the decision-ordering rules of docs/design.md."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from policy.model.compiled import CompiledPolicy, FrequencyRule
 from policy.model.decision import RuleRef
 from policy.model.events import ToolCall
 from policy.runtime.loops.detector import LoopDetector
-from policy.runtime.loops.frequency import FrequencyLayer
-from policy.runtime.loops.state import FrequencyState, ScopeState
+from policy.runtime.loops.frequency import FrequencyLayer, FrequencyState
+from policy.runtime.loops.state import ScopeState
 
 _ids = itertools.count(1)
 
@@ -160,7 +160,7 @@ def test_frequency_window_is_never_shorter_than_the_largest_stop() -> None:
     assert [f.action if f else "allow" for f in findings] == ["allow", "warn", "warn", "warn", "stop"]
 
 
-# --- decision ordering (DESIGN.md) -------------------------------------------------------------
+# --- decision ordering (docs/design.md) -----------------------------------------------------------
 
 
 def test_severity_first_a_frequency_stop_outranks_a_repeat_warning(

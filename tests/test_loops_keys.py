@@ -13,7 +13,7 @@ from policy.language.loader import load_policy
 from policy.model.compiled import CompiledPolicy
 from policy.model.events import ToolCall
 from policy.model.fingerprint import fingerprint
-from policy.runtime.loops.keys import MAX_KEY_LENGTH, CallKeys, batch_key, call_key
+from policy.runtime.loops.keys import MAX_KEY_LENGTH, CallKeys, KeyRecipe, batch_key
 
 POLICY = """
 policy "keys" { ignore description }
@@ -33,7 +33,7 @@ def policy(tmp_path_factory: pytest.TempPathFactory) -> CompiledPolicy:
 
 def key(policy: CompiledPolicy, tool: str, args: object) -> str:
     call = ToolCall(id="c", name=tool, args=args)  # type: ignore[arg-type]
-    return call_key(policy, call)
+    return CallKeys(policy).call_key(call)
 
 
 def test_argument_order_and_json_strings_do_not_matter(policy: CompiledPolicy) -> None:
@@ -112,14 +112,14 @@ def test_batch_key_is_the_sorted_multiset_of_call_keys(policy: CompiledPolicy) -
     pwd = ToolCall(id="2", name="bash", args={"command": "pwd"})
 
     def batch(*calls: ToolCall) -> str:
-        return batch_key([call_key(policy, call) for call in calls])
+        return batch_key([CallKeys(policy).call_key(call) for call in calls])
 
     assert batch(ls, pwd) == batch(pwd, ls)
     assert batch(ls, ls, pwd) != batch(ls, pwd)
-    assert batch(ls) == call_key(policy, ls)
+    assert batch(ls) == CallKeys(policy).call_key(ls)
 
 
-def test_the_detectors_precomputed_keys_agree_with_call_key(policy: CompiledPolicy) -> None:
+def test_the_detectors_precomputed_keys_agree_with_each_tools_recipe(policy: CompiledPolicy) -> None:
     keys = CallKeys(policy)
     calls = [
         ToolCall(id="1", name="read_file", args={"path": "a", "start_line": 300, "end_line": 20}),
@@ -127,7 +127,7 @@ def test_the_detectors_precomputed_keys_agree_with_call_key(policy: CompiledPoli
         ToolCall(id="3", name="mystery", args={"description": "d", "z": [1, 2]}),
     ]
     for call in calls:
-        assert keys.call_key(call) == call_key(policy, call)
+        assert keys.call_key(call) == KeyRecipe.for_tool(policy.tool(call.name)).key(call)
 
 
 def test_fingerprints_are_the_same_in_another_process() -> None:

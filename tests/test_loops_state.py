@@ -11,7 +11,8 @@ from policy.language.loader import load_policy
 from policy.model.compiled import CompiledPolicy
 from policy.model.events import ToolCall, ToolResult
 from policy.runtime.loops.detector import LoopDetector
-from policy.runtime.loops.state import DIGEST, ScopeState
+from policy.runtime.loops.layer import DIGEST
+from policy.runtime.loops.state import ScopeState
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import pytest
 from policy.language.loader import load_policy
 from policy.model.compiled import CompiledPolicy
 from policy.model.fingerprint import fingerprint
-from policy.runtime.output import HEAD_CHARS, OutputReader, output_reader, read_output
+from policy.runtime.output import HEAD_CHARS, OutputReader, output_reader
 
 NORMALIZING = """
 normalize /\\b\\d+(\\.\\d+)?s\\b/ "<dur>"
@@ -86,11 +86,11 @@ def test_a_huge_output_is_read_by_its_tail_and_compared_by_its_start_and_end() -
 def test_the_tail_starts_at_a_line_and_never_splits_a_character(normalizing: CompiledPolicy) -> None:
     policy = load_policy("builtin:default")
     lines = "".join(f"line {n} ✓\n" for n in range(20_000))
-    tail = read_output(policy, lines).tail
+    tail = output_reader(policy).read(lines).tail
     assert tail.startswith(b"line ") and len(tail) <= policy.scan_limit
     tail.decode("utf-8")  # whole characters only
     one_line = "✓" * 100_000
-    assert read_output(policy, one_line).tail.decode("utf-8") == "✓" * (policy.scan_limit // 3)
+    assert output_reader(policy).read(one_line).tail.decode("utf-8") == "✓" * (policy.scan_limit // 3)
 
 
 @pytest.mark.parametrize(
@@ -98,7 +98,7 @@ def test_the_tail_starts_at_a_line_and_never_splits_a_character(normalizing: Com
     [(None, ""), (b"caf\xc3\xa9", "café"), (["a", "b"], "['a', 'b']"), (42, "42")],
 )
 def test_content_that_is_not_a_string_is_read_as_text(content: object, text: str) -> None:
-    output = read_output(load_policy("builtin:default"), content)
+    output = output_reader(load_policy("builtin:default")).read(content)
     assert output.text == text
 
 

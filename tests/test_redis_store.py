@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,41 +26,6 @@ if TYPE_CHECKING:
 redis = pytest.importorskip("redis")
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-@pytest.fixture(scope="module")
-def redis_port() -> Iterator[int]:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip("redis-server is not installed (apt-get install redis-server)")
-    port = _free_port()
-    server = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        client = redis.Redis(port=port)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise RuntimeError(f"redis-server did not start on port {port}") from None
-                time.sleep(0.05)
-        yield port
-    finally:
-        server.terminate()
-        server.wait(10)
 
 
 @pytest.fixture
@@ -231,3 +194,66 @@ def test_processes_and_threads_hammering_one_scope_lose_no_update(
     assert [worker.wait(120) for worker in workers] == [0] * processes
     with store.scope(Scope("shared", "run")) as state:
         assert state.pending["counter"]["n"] == (processes + threads) * rounds
+
+
+# --- faults (issue 16): a dead or restarted server costs loop counting, never a block -------------
+
+BROKEN_WRITE = ToolCall(id="w1", name="write_file", args={"path": "app.py", "content": "def f(:\n"})
+
+
+def test_a_dead_server_keeps_the_block_and_costs_one_attempt_per_interval(
+        caplog: pytest.LogCaptureFixture) -> None:
+    from policy.runtime.guard import Guard
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    store = RedisStore.from_url(f"redis://127.0.0.1:{port}/0", retry_seconds=60)
+    attempts = 0
+    real_acquire = store._acquire
+
+    def counting_acquire(lock: str) -> str:
+        nonlocal attempts
+        attempts += 1
+        return real_acquire(lock)
+
+    store._acquire = counting_acquire  # type: ignore[method-assign]
+    guard = Guard(load_policy("builtin:default"), store=store, read_file=lambda path: None)
+    with caplog.at_level(logging.WARNING):
+        decisions = [guard.on_call(BROKEN_WRITE, Scope("t", "r")) for _ in range(5)]
+    assert [d.action for d in decisions] == ["block"] * 5
+    assert all(d.metadata["loop_state"] == "unavailable" for d in decisions)
+    assert attempts == 1  # the breaker answered the other four at once
+    assert len([r for r in caplog.records if "loop state store failed" in r.getMessage()]) == 1
+
+
+def test_a_lone_surrogate_is_saved_and_read_back_unchanged(client: Redis, redis_port: int) -> None:
+    store = RedisStore(client)
+    with store.scope(Scope("t\udcff", "r")) as state:
+        state.pending["c1"] = {"hint": "bad byte \udcff here"}
+    decoding = RedisStore(redis.Redis(port=redis_port, decode_responses=True))
+    with decoding.scope(Scope("t\udcff", "r")) as state:
+        assert state.pending == {"c1": {"hint": "bad byte \udcff here"}}
+
+
+def test_a_worker_killed_holding_a_scope_costs_at_most_its_lease(client: Redis) -> None:
+    store = RedisStore(client)
+    scope = Scope("t", "r")
+    client.set(f"{store.state_key(scope)}:lock", "a-dead-worker", px=int(store.lock_seconds * 1000))
+    start = time.monotonic()
+    with store.scope(scope) as state:
+        state.pending["c1"] = {}
+    assert time.monotonic() - start <= store.lock_seconds + 0.5
+    assert store.lock_seconds <= 2 < store.wait_seconds
+
+
+def test_a_server_that_lost_its_data_is_told_from_a_new_one(client: Redis,
+                                                              caplog: pytest.LogCaptureFixture) -> None:
+    store = RedisStore(client)
+    with caplog.at_level(logging.WARNING), store.scope(Scope("t", "r")) as state:
+        state.pending["c1"] = {}
+    assert not [r for r in caplog.records if "lost the loop state" in r.getMessage()]
+    client.flushall()  # what a restart without persistence leaves
+    with caplog.at_level(logging.WARNING), store.scope(Scope("t", "r")) as state:
+        assert state.pending == {}
+    assert len([r for r in caplog.records if "lost the loop state" in r.getMessage()]) == 1

@@ -130,19 +130,19 @@ def test_a_tool_fails_when_its_fails_when_pattern_matches(tmp_path: Path) -> Non
     policy = make_policy(
         tmp_path,
         """
-        tool bash { runs command=command; fails_when /(?m)^exit code [1-9]/ }
+        tool bash { runs command=command; fails_when /(?m)^status: [1-9]/ }
         tool grep { runs command=command }
-        signature EXIT { match /exit code (?P<code>\\d+)/; hint h }
+        signature EXIT { match /status: (?P<code>\\d+)/; hint h }
         hint h "exit {{ code }}"
         """,
     )
-    output = ToolResult(content="some output\nexit code 2\n", status="success")
+    output = ToolResult(content="some output\nstatus: 2\n", status="success")
     by_bash = diagnose(policy, bash(), output)
     assert by_bash.failed is True
     assert by_bash.captures == {"code": "2"}
     by_grep = diagnose(policy, ToolCall(id="c2", name="grep", args={"command": "x"}), output)
     assert by_grep.failed is False and by_grep.signature is None
-    clean = diagnose(policy, bash(), ToolResult(content="exit code 0\n", status="success"))
+    clean = diagnose(policy, bash(), ToolResult(content="status: 0\n", status="success"))
     assert clean.failed is False
 
 

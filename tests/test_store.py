@@ -12,7 +12,7 @@ from policy.language.loader import load_policy
 from policy.model.events import Scope, ToolCall
 from policy.runtime.loops.detector import LoopDetector
 from policy.runtime.loops.state import ScopeState
-from policy.stores.memory import MemoryStore, Store, scope_key
+from policy.stores.memory import MemoryStore, Store
 
 
 def test_a_scope_starts_empty_and_keeps_its_changes() -> None:
@@ -122,10 +122,10 @@ def test_threads_never_interleave_updates_of_one_scope() -> None:
 def test_a_scope_in_use_does_not_hold_up_other_scopes() -> None:
     store = MemoryStore()
     busy = Scope("t", "busy")
-    stripe = hash(scope_key(busy)) % MemoryStore.LOCK_STRIPES
+    stripe = hash(busy.key) % MemoryStore.LOCK_STRIPES
     other = next(
         s for s in (Scope("t", f"r{n}") for n in range(1000))
-        if hash(scope_key(s)) % MemoryStore.LOCK_STRIPES != stripe
+        if hash(s.key) % MemoryStore.LOCK_STRIPES != stripe
     )
     entered, release = threading.Event(), threading.Event()
 

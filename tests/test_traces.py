@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from policy.language.loader import load_policy
-from policy.replay.replayer import ReplayReport, replay_file
+from policy.replay.replayer import ReplayResult, replay_file
 from policy.resources import builtin_policy_names
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
@@ -31,25 +31,25 @@ NAMED_LOOPS = {
 
 
 @pytest.fixture(scope="module")
-def default_reports() -> dict[str, ReplayReport]:
+def default_reports() -> dict[str, ReplayResult]:
     policy = load_policy("builtin:default")
     return {str(path.relative_to(TRACES)): replay_file(policy, path) for path in SESSIONS}
 
 
-def test_every_session_replays_cleanly(default_reports: dict[str, ReplayReport]) -> None:
+def test_every_session_replays_cleanly(default_reports: dict[str, ReplayResult]) -> None:
     assert len(default_reports) == 33
     for name, report in default_reports.items():
         assert report.errors == [], name
         assert report.events > 0, name
 
 
-def test_default_stops_no_real_session(default_reports: dict[str, ReplayReport]) -> None:
+def test_default_stops_no_real_session(default_reports: dict[str, ReplayResult]) -> None:
     stopped = [name for name, report in default_reports.items() if report.stopped]
     assert stopped == []
 
 
 @pytest.mark.parametrize("name", sorted(NAMED_LOOPS))
-def test_default_warns_on_each_named_loop(default_reports: dict[str, ReplayReport], name: str) -> None:
+def test_default_warns_on_each_named_loop(default_reports: dict[str, ReplayResult], name: str) -> None:
     report = default_reports[name]
     warnings = [r for r in report.records if r.decision.action == "warn"]
     assert warnings, f"{name}: no warning for {NAMED_LOOPS[name]}"

@@ -36,7 +36,8 @@ from typing import Any
 from policy.hooks.delivery import decision_text
 from policy.model.decision import Decision
 from policy.model.events import Scope, ToolCall, ToolResult
-from policy.runtime.guard import Guard, read_local_file
+from policy.runtime.gates import read_local_file
+from policy.runtime.guard import Guard
 
 DEFAULT_POLICY = "builtin:claude-code"
 SESSION_RUN = "session"
@@ -134,11 +135,18 @@ def answer(guard: Guard, event: HookEvent) -> dict[str, Any] | None:
 
 
 def fault_message(decision: Decision) -> str | None:
-    """What to tell the user when a guard fault decided ``decision`` (None: no fault)."""
+    """What to tell the user when ``decision`` let a call through unchecked: a guard fault, or a
+    gate that could not run (a text over ``max_check_bytes``, a missing checker).  None: it was checked."""
     fault = decision.metadata.get(INTERNAL_ERROR)
-    if fault is None:
-        return None
-    return f"policyctl could not check this call ({fault}); it was not guarded."
+    if fault is not None:
+        return f"policyctl could not check this call ({fault}); it was not guarded."
+    if decision.metadata.get("loop_state") == "unavailable":  # a store fault: the gates still ran
+        reason = decision.metadata.get("loop_state_reason")
+        return f"policyctl could not use its loop state ({reason}); loops were not guarded for this call."
+    if decision.metadata.get("checker") == "unavailable":
+        gate = decision.metadata.get("gate", "write")
+        return f"policyctl's {gate} gate did not check this call: {decision.metadata.get('reason')}."
+    return None
 
 
 def file_reader(cwd: Path) -> Callable[[str], str | None]:

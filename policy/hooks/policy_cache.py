@@ -30,7 +30,7 @@ import stat
 import sys
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import fields, is_dataclass
 from functools import cache
 from pathlib import Path
@@ -135,7 +135,7 @@ class PolicyCache:
     """Compiled policies in the user's private cache folder (``compiled/``)."""
 
     def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
-        self.directory = Path(directory) if directory is not None else user_cache_dir() / "compiled"
+        self._directory = Path(directory) if directory is not None else None
 
     def load(self, source: str) -> tuple[CompiledPolicy, Dependencies]:
         """The compiled policy ``source`` names, from the cache when its entry is still true;
@@ -162,10 +162,12 @@ class PolicyCache:
         return hashlib.sha256(key).hexdigest()[:40]
 
     def _private_folder(self) -> Path | None:
-        """The cache folder, created 0700; None when it is not private to this user."""
+        """The cache folder, created 0700; None when it is not private to this user (then
+        nothing is cached)."""
         try:
-            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            return self.directory if _private(os.lstat(self.directory)) else None
+            folder = self._directory if self._directory is not None else user_cache_dir() / "compiled"
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            return folder if _private(os.lstat(folder)) else None
         except OSError:
             return None
 
@@ -276,6 +278,3 @@ class _PolicyUnpickler(pickle.Unpickler):
         if module.startswith("policy.model.") or module.startswith("policy.runtime."):
             return super().find_class(module, name)
         raise pickle.UnpicklingError(f"{module}.{name} is not part of a compiled policy")
-
-
-Loader = Callable[[str], tuple[CompiledPolicy, Dependencies]]

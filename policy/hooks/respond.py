@@ -14,16 +14,21 @@ import json
 import logging
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 from policy.hooks.claude_code import HookEventError, answer, file_reader, parse_event
 from policy.hooks.policy_cache import PolicyCache, Watch
 from policy.model.compiled import CompiledPolicy
 from policy.model.diagnostics import PolicyError
 from policy.runtime.guard import Guard
+from policy.runtime.workspace.local import DEFAULT_MAX_FILES, LocalWorkspace
 from policy.stores.file import FileStore
+from policy.stores.lru import LruDict
 from policy.stores.memory import Store
 
 PREFIX = "policyctl hook claude-code"
+WORKSPACES = 16
+"""Project folders whose walk caches a resident process keeps."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,9 @@ class Responder:
         self._store = store
         self._cache = cache if cache is not None else PolicyCache()
         self._policies: dict[str, tuple[CompiledPolicy, Watch]] = {}
+        self._workspaces: LruDict[tuple[str, int], LocalWorkspace] = LruDict(WORKSPACES)
+        """(cwd, max_files) → the workspace of the events from there, kept so its folder listings are
+        not made again for every event of a resident process."""
         self._lock = threading.Lock()
 
     @property
@@ -66,6 +74,13 @@ class Responder:
                 known = self._policies[source] = (policy, Watch(deps))
             return known[0]
 
+    def workspace(self, cwd: Path, policy: CompiledPolicy) -> LocalWorkspace:
+        """The event's ``cwd`` as the guard's workspace (the sweep checks what a ``Bash`` call changed)."""
+        limit = policy.workspace.max_files if policy.workspace is not None else DEFAULT_MAX_FILES
+        with self._lock:
+            return self._workspaces.get_or_put((str(cwd), limit),
+                                               lambda: LocalWorkspace(cwd, max_files=limit))
+
     def _respond(self, policy_source: str, stdin: bytes) -> Reply:
         text = stdin.decode("utf-8", "replace")
         try:
@@ -78,8 +93,11 @@ class Responder:
             message = f"{PREFIX}: policy {policy_source} cannot be used, the call is not guarded:\n{err}"
             return Reply(stdout=json.dumps({"systemMessage": message}), stderr=message + "\n")
         with _FaultLog() as faults:
-            reply = answer(Guard(policy, read_file=file_reader(event.cwd), store=self.store), event)
-        stderr = "".join(f"{PREFIX}: {line}\n" for line in faults.lines)
+            guard = Guard(policy, read_file=file_reader(event.cwd), store=self.store,
+                          workspace=self.workspace(event.cwd, policy))
+            reply = answer(guard, event)
+        lines = faults.lines + ([reply["systemMessage"]] if reply and "systemMessage" in reply else [])
+        stderr = "".join(f"{PREFIX}: {line}\n" for line in lines)
         if reply is None:
             return Reply(stderr=stderr)
         return Reply(stdout=json.dumps(reply, ensure_ascii=False), stderr=stderr)

@@ -6,79 +6,87 @@ checker gives statements their meaning (see ``policy.language.schema``).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from policy.model.diagnostics import Span
 
 
-class Node(BaseModel):
-    model_config = ConfigDict(frozen=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Node:
+    """Nodes are plain immutable records: the parser builds them from text the grammar already
+    shaped, so there is nothing to validate."""
 
     span: Span
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Name(Node):
-    kind: Literal["name"] = "name"
+    kind: ClassVar[str] = "name"
     value: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class String(Node):
-    kind: Literal["string"] = "string"
+    kind: ClassVar[str] = "string"
     value: str
     triple: bool = False
     """Written as a triple-quoted string."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Regex(Node):
-    kind: Literal["regex"] = "regex"
+    kind: ClassVar[str] = "regex"
     pattern: str
     flags: str = ""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Number(Node):
-    kind: Literal["number"] = "number"
+    kind: ClassVar[str] = "number"
     value: int | float
     text: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Size(Node):
-    kind: Literal["size"] = "size"
+    kind: ClassVar[str] = "size"
     value: int
     """In bytes."""
     text: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Range(Node):
-    kind: Literal["range"] = "range"
+    kind: ClassVar[str] = "range"
     low: int
     high: int
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Pair(Node):
-    kind: Literal["pair"] = "pair"
+    kind: ClassVar[str] = "pair"
     key: str
     value: Name | String | Number
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Json(Node):
     """A JSON literal (object or array) with its decoded value."""
 
-    kind: Literal["json"] = "json"
+    kind: ClassVar[str] = "json"
     value: Any
 
 
-Value = Annotated[
-    Name | String | Regex | Number | Size | Range | Pair | Json,
-    Field(discriminator="kind"),
-]
+Value = Name | String | Regex | Number | Size | Range | Pair | Json
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Block(Node):
     statements: list[Statement]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Statement(Node):
     """``name value… { block }``: a declaration at top level, a setting inside a block."""
 
@@ -88,6 +96,7 @@ class Statement(Node):
     block: Block | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PolicyFile(Node):
     """One parsed file.  ``source`` is kept for diagnostics with carets."""
 
@@ -95,5 +104,3 @@ class PolicyFile(Node):
     source: str
     statements: list[Statement]
 
-
-Block.model_rebuild()

@@ -10,10 +10,10 @@ compiler's job.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from policy.language import ast
-from policy.language.collector import Report, did_you_mean, join_help, quoted_list
+from policy.language.collector import DiagnosticCollector, did_you_mean, join_help, quoted_list
 from policy.language.forms import Part, Resolution, form, resolve, usage, values_span_text
 from policy.language.schema import DECLARATIONS, LOOP_LAYERS, VALIDATORS, Spec
 from policy.model.diagnostics import Span
@@ -63,7 +63,7 @@ class FileDeclarations:
     declarations: dict[tuple[str, str], Declaration] = field(default_factory=dict)
 
 
-def read_declarations(policy_file: ast.PolicyFile, report: Report) -> FileDeclarations:
+def read_declarations(policy_file: ast.PolicyFile, report: DiagnosticCollector) -> FileDeclarations:
     """Check a file's statements against the schema and collect its declarations."""
     result = FileDeclarations()
     for statement in split_run_on_lines(policy_file.statements, DECLARATIONS, report):
@@ -94,7 +94,7 @@ def declaration_name(statement: ast.Statement) -> str:
     return first.value if isinstance(first, (ast.Name, ast.String)) else ""
 
 
-def _declaration(statement: ast.Statement, spec: Spec, report: Report) -> Declaration | None:
+def _declaration(statement: ast.Statement, spec: Spec, report: DiagnosticCollector) -> Declaration | None:
     name = declaration_name(statement)
     settings_spec = spec.block
     if spec.variants:
@@ -115,7 +115,7 @@ def _declaration(statement: ast.Statement, spec: Spec, report: Report) -> Declar
 
 
 def _add_declaration(
-    declarations: dict[tuple[str, str], Declaration], declaration: Declaration, report: Report
+    declarations: dict[tuple[str, str], Declaration], declaration: Declaration, report: DiagnosticCollector
 ) -> None:
     first = declarations.get(declaration.key)
     if first is None:
@@ -138,7 +138,7 @@ def _add_declaration(
 
 
 def read_block(
-    block: ast.Block, specs: Mapping[str, Spec], report: Report
+    block: ast.Block, specs: Mapping[str, Spec], report: DiagnosticCollector
 ) -> tuple[dict[str, Setting], set[str]]:
     """Validate a block's settings; returns them by slot key, and the keys of broken ones."""
     settings: dict[str, Setting] = {}
@@ -169,7 +169,9 @@ def read_block(
     return settings, broken
 
 
-def _report_twice(statement: ast.Statement, first: ast.Statement, spec: Spec, report: Report) -> None:
+def _report_twice(
+    statement: ast.Statement, first: ast.Statement, spec: Spec, report: DiagnosticCollector
+) -> None:
     if statement.name != first.name and spec.slot:
         report.add(
             "E106",
@@ -191,7 +193,7 @@ def _report_twice(statement: ast.Statement, first: ast.Statement, spec: Spec, re
 
 
 def check_statement(
-    statement: ast.Statement, spec: Spec, siblings: Mapping[str, Spec], report: Report
+    statement: ast.Statement, spec: Spec, siblings: Mapping[str, Spec], report: DiagnosticCollector
 ) -> bool:
     """Check one statement's values and block against its spec; report and return False when wrong."""
     resolution = resolve(statement.values, spec.forms)
@@ -218,7 +220,11 @@ def check_statement(
 
 
 def _report_values(
-    statement: ast.Statement, spec: Spec, siblings: Mapping[str, Spec], resolution: Resolution, report: Report
+    statement: ast.Statement,
+    spec: Spec,
+    siblings: Mapping[str, Spec],
+    resolution: Resolution,
+    report: DiagnosticCollector,
 ) -> None:
     if resolution.bad_choices:
         for value, part in resolution.bad_choices:
@@ -239,7 +245,7 @@ def _report_values(
 
 
 def _report_choice(
-    statement: ast.Statement, value: ast.Value, part: Part, spec: Spec, report: Report
+    statement: ast.Statement, value: ast.Value, part: Part, spec: Spec, report: DiagnosticCollector
 ) -> None:
     word = value.value if isinstance(value, ast.Name) else ""
     if spec.choice_code == "E501":
@@ -272,7 +278,7 @@ def _values_span(statement: ast.Statement) -> Span:
 
 def spanning(first: Span, last: Span) -> Span:
     """The span from the start of ``first`` to the end of ``last``."""
-    return Span.model_construct(
+    return Span(
         file=first.file,
         line=first.line,
         column=first.column,
@@ -287,7 +293,7 @@ def spanning(first: Span, last: Span) -> Span:
 
 
 def split_run_on_lines(
-    statements: Sequence[ast.Statement], specs: Mapping[str, Spec], report: Report
+    statements: Sequence[ast.Statement], specs: Mapping[str, Spec], report: DiagnosticCollector
 ) -> list[ast.Statement]:
     """The statements, with run-on lines (``window 20 warn 3``) reported once and split apart."""
     result: list[ast.Statement] = []
@@ -324,7 +330,7 @@ def _split_run_on(statement: ast.Statement, specs: Mapping[str, Spec]) -> list[a
         return None
     bounds = [*starts, len(statement.values)]
     pieces = [
-        ast.Statement.model_construct(
+        ast.Statement(
             span=spanning(statement.span, statement.values[starts[0] - 1].span)
             if starts[0]
             else statement.name_span,
@@ -340,7 +346,7 @@ def _split_run_on(statement: ast.Statement, specs: Mapping[str, Spec]) -> list[a
         rest = statement.values[start + 1 : bounds[index + 1]]
         last_span = rest[-1].span if rest else head.span
         pieces.append(
-            ast.Statement.model_construct(
+            ast.Statement(
                 span=spanning(head.span, last_span),
                 name=head.value,
                 name_span=head.span,
@@ -349,7 +355,7 @@ def _split_run_on(statement: ast.Statement, specs: Mapping[str, Spec]) -> list[a
             )
         )
     last = pieces[-1]
-    pieces[-1] = last.model_copy(update={"block": statement.block})
+    pieces[-1] = replace(last, block=statement.block)
     for piece in pieces:
         piece_spec = specs[piece.name]
         if not _fits(piece.values, piece_spec):

@@ -30,6 +30,7 @@ CODES: dict[str, Code] = {
         Code("E004", _E, "syntax error: unterminated string"),
         Code("E005", _E, "blocks nested too deeply"),
         Code("E006", _E, "invalid escape in string"),
+        Code("E007", _E, "number too large"),
         # structure
         Code("E101", _E, "unknown declaration"),
         Code("E102", _E, "unknown setting"),
@@ -42,6 +43,8 @@ CODES: dict[str, Code] = {
         Code("E201", _E, "invalid regular expression"),
         Code("E202", _E, "pattern not supported by the linear-time engine"),
         Code("E203", _E, "invalid file glob"),
+        Code("E204", _E, "pattern has too many capture groups"),
+        Code("E205", _E, "pattern too large"),
         # hints
         Code("E301", _E, "unknown hint"),
         Code("E302", _E, "unknown template variable"),
@@ -57,6 +60,8 @@ CODES: dict[str, Code] = {
         Code("E601", _E, "extended policy not found"),
         Code("E602", _E, "extends cycle"),
         Code("E603", _E, "disable names no such rule"),
+        Code("E604", _E, "file outside the policy's folder"),
+        Code("E605", _E, "extends chain too deep"),
         # tests
         Code("E701", _E, "unknown tool in test"),
         Code("E702", _E, "invalid JSON literal"),

@@ -31,7 +31,7 @@ def quoted_list(names: Iterable[str]) -> str:
     return ", ".join(f"`{n}`" for n in names)
 
 
-class Report:
+class DiagnosticCollector:
     """An append-only list of diagnostics; the severity comes from the code."""
 
     def __init__(self) -> None:

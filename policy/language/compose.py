@@ -18,12 +18,15 @@ from pathlib import Path
 
 from policy.language import ast
 from policy.language.checker import Declaration, FileDeclarations, read_declarations
-from policy.language.collector import Report, did_you_mean, join_help, quoted_list
-from policy.language.parser import parse_bytes
+from policy.language.collector import DiagnosticCollector, did_you_mean, join_help, quoted_list
+from policy.language.parser import decode_policy, parse
 from policy.model.diagnostics import Span
 from policy.resources import builtin_policy_names, builtin_policy_path
 
 BUILTIN_PREFIX = "builtin:"
+POLICY_SUFFIX = ".policy"
+MAX_EXTENDS_DEPTH = 32
+"""The longest chain of ``extends`` (a file, its base, that one's base …)."""
 MAX_POLICY_BYTES = 64 * 2**20
 """Larger files are refused unread (a policy is a few kilobytes; this guards against devices and dumps)."""
 
@@ -42,6 +45,8 @@ class Composition:
     """The text of every file read, by path (diagnostics show their lines)."""
     complete: bool = True
     """False when a file could not be read or parsed: the merged view has gaps."""
+    confine: bool = True
+    """Files named by ``extends`` and ``hint … file`` must lie inside the naming file's folder tree."""
 
 
 @dataclass
@@ -74,16 +79,20 @@ def resolve_target(target: str) -> tuple[Path | None, str]:
     return Path(target), target
 
 
-def compose(target: str, report: Report) -> Composition:
-    """Load ``target`` (a path or ``builtin:NAME``) with its bases, reporting what goes wrong."""
+def compose(target: str, report: DiagnosticCollector, *, confine: bool = True) -> Composition:
+    """Load ``target`` (a path or ``builtin:NAME``) with its bases, reporting what goes wrong.
+
+    With ``confine`` (the default), ``extends`` and ``hint … file`` read only
+    files inside the folder tree of the file that names them.
+    """
     path, shown = resolve_target(target)
-    composition = Composition(root=shown)
+    composition = Composition(root=shown, confine=confine)
     start = Span(file=shown, line=1, column=1, end_line=1, end_column=1)
     if path is None:
         _report_unknown_builtin(target, start, report)
         composition.complete = False
         return composition
-    layer = _Composer(composition, report).load(path, shown, start, ())
+    layer = _Composer(composition, report, confine).load(path, shown, start, ())
     if layer is not None:
         composition.declarations = layer.declarations
         composition.normalizers = layer.normalizers
@@ -91,10 +100,14 @@ def compose(target: str, report: Report) -> Composition:
 
 
 class _Composer:
-    def __init__(self, composition: Composition, report: Report) -> None:
+    """Loads each file once and merges each file's bases once (a diamond of bases is not re-merged)."""
+
+    def __init__(self, composition: Composition, report: DiagnosticCollector, confine: bool) -> None:
         self.composition = composition
         self.report = report
+        self.confine = confine
         self.files: dict[Path, FileDeclarations | None] = {}
+        self.layers: dict[Path, _Layer | None] = {}
 
     def load(self, path: Path, shown: str, cause: Span, stack: tuple[Path, ...]) -> _Layer | None:
         identity = _identity(path)
@@ -103,6 +116,17 @@ class _Composer:
             self.report.add("E602", f"extends cycle: {cycle}", cause, "a policy cannot extend itself")
             self.composition.complete = False
             return None
+        if len(stack) >= MAX_EXTENDS_DEPTH:
+            self.report.add("E605", f"`extends` chain deeper than {MAX_EXTENDS_DEPTH} files", cause,
+                            "flatten the chain: a policy may extend several bases")
+            self.composition.complete = False
+            return None
+        if identity not in self.layers:
+            self.layers[identity] = self._layer(path, identity, shown, cause, stack)
+        return self.layers[identity]
+
+    def _layer(self, path: Path, identity: Path, shown: str, cause: Span,
+               stack: tuple[Path, ...]) -> _Layer | None:
         declarations = self._read(path, identity, shown, cause, extended=bool(stack))
         if declarations is None:
             return None
@@ -131,7 +155,24 @@ class _Composer:
         else:
             shown = os.path.normpath(os.path.join(os.path.dirname(parent), target))
             path = Path(shown)
+            if not self._may_read(path, shown, parent, value):
+                self.composition.complete = False
+                return None
         return self.load(path, shown, value.span, stack)
+
+    def _may_read(self, path: Path, shown: str, parent: str, value: ast.String) -> bool:
+        """A base must be a ``.policy`` file inside the folder tree of the file that names it
+        (symlinks resolved), unless confinement is off; a refusal is reported at ``value``."""
+        if path.suffix != POLICY_SUFFIX:
+            self.report.add("E601", f"`{value.value}` is not a policy file: it was not read", value.span,
+                            f"policy files are named *{POLICY_SUFFIX}")
+            return False
+        folder = _identity(Path(parent)).parent
+        if self.confine and not _identity(path).is_relative_to(folder):
+            self.report.add("E604", f"`{value.value}` is outside the folder of `{parent}`: it was not read",
+                            value.span, "a policy extends only files in its folder tree (or builtin:NAME)")
+            return False
+        return True
 
     def _read(
         self, path: Path, identity: Path, shown: str, cause: Span, extended: bool
@@ -148,10 +189,15 @@ class _Composer:
                 "paths in `extends` are relative to the file that names them" if extended else None,
             )
         else:
-            tree, diagnostics = parse_bytes(data, shown)
+            text, diagnostics = decode_policy(data, shown)
+            tree = None
+            if text is None:  # shown as the E001 excerpt
+                self.composition.texts[shown] = data.decode("utf-8", "replace").removeprefix("\ufeff")
+            else:
+                self.composition.texts[shown] = text
+                tree, diagnostics = parse(text, shown)
             self.report.extend(diagnostics)
             if tree is not None:
-                self.composition.texts[shown] = tree.source
                 declarations = read_declarations(tree, self.report)
         if declarations is None:
             self.composition.complete = False
@@ -197,7 +243,7 @@ def _identity(path: Path) -> Path:
         return path.absolute()
 
 
-def _report_unknown_builtin(target: str, span: Span, report: Report) -> None:
+def _report_unknown_builtin(target: str, span: Span, report: DiagnosticCollector) -> None:
     name = target[len(BUILTIN_PREFIX) :]
     names = builtin_policy_names()
     report.add(

@@ -37,7 +37,7 @@ import bisect
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from policy.language import ast
@@ -99,7 +99,7 @@ def _value_structure(value: ast.Value) -> Any:
         return ("json", _json_structure(value.value))
     if isinstance(value, ast.Pair):
         return ("pair", value.key, _value_structure(value.value))
-    return value.model_dump(exclude={"span"})
+    return (value.kind, *(getattr(value, f.name) for f in fields(value) if f.name != "span"))
 
 
 def _json_structure(value: Any) -> Any:

@@ -3,41 +3,55 @@
 ``check_policy`` runs the whole pipeline — read, parse, compose (``extends``,
 ``disable``), check, compile — and returns the policy (when it compiles) and
 every diagnostic, sorted by location.  ``load_policy`` returns the compiled
-policy or raises one ``PolicyError`` carrying them all.  ``source_text``
-gives renderers the text a diagnostic points into.
+policy or raises one ``PolicyError`` carrying them all.  A check's ``texts``
+give renderers the lines a diagnostic points into: only policy and template
+files are ever shown.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from os import PathLike
-from pathlib import Path
-from typing import NamedTuple
+from types import MappingProxyType
+from typing import Any
 
-from policy.language.collector import Report
+from policy.language.collector import DiagnosticCollector
 from policy.language.compiler import compile_policy
 from policy.language.compose import Composition, compose
-from policy.language.gc_pause import collector_paused
 from policy.model.compiled import CompiledPolicy
 from policy.model.diagnostics import Diagnostic, PolicyError, Severity, has_errors, sort_diagnostics
 
 
-class CheckResult(NamedTuple):
-    """What checking one policy found: the policy (None when there are errors) and every diagnostic."""
+@dataclass(frozen=True)
+class CheckResult:
+    """What checking one policy found: the policy (None when there are errors) and every diagnostic.
+
+    It unpacks as ``policy, diagnostics = check_policy(path)``.
+    """
 
     policy: CompiledPolicy | None
     diagnostics: list[Diagnostic]
+    texts: Mapping[str, str] = field(default_factory=dict)
+    """The text of every policy and template file read, by the path diagnostics show: the only
+    files whose lines a diagnostic's excerpt may show."""
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self.policy, self.diagnostics))
 
     @property
     def ok(self) -> bool:
         return not has_errors(self.diagnostics)
 
 
-def check_policy(target: str | PathLike[str]) -> CheckResult:
+def check_policy(target: str | PathLike[str], *, confine: bool = True) -> CheckResult:
     """Check ``target`` (a path or ``builtin:NAME``): every diagnostic, and the policy when it compiles.
 
     Warnings are reported only for the file itself; its bases are checked on their own.
+    ``confine=False`` lets ``extends`` and ``hint … file`` name files outside the
+    folder tree of the file that names them.
     """
-    return _check(target)[0]
+    return _check(target, confine)[0]
 
 
 def load_policy(target: str | PathLike[str]) -> CompiledPolicy:
@@ -48,31 +62,18 @@ def load_policy(target: str | PathLike[str]) -> CompiledPolicy:
 def load_policy_and_files(target: str | PathLike[str]) -> tuple[CompiledPolicy, dict[str, str]]:
     """``load_policy``, and the text of every file it was built from (policy files and hint
     templates, by path): what a cache of the compiled policy must be keyed by."""
-    result, composition = _check(target)
+    result, composition = _check(target, True)
     if result.policy is None:
         raise PolicyError(result.diagnostics)
     return result.policy, dict(composition.texts)
 
 
-def _check(target: str | PathLike[str]) -> tuple[CheckResult, Composition]:
-    report = Report()
-    with collector_paused():
-        composition = compose(str(target), report)
-        policy = compile_policy(composition, report) if composition.complete else None
+def _check(target: str | PathLike[str], confine: bool) -> tuple[CheckResult, Composition]:
+    report = DiagnosticCollector()
+    composition = compose(str(target), report, confine=confine)
+    policy = compile_policy(composition, report) if composition.complete else None
     diagnostics = [
         d for d in report.diagnostics if d.severity is Severity.ERROR or d.span.file == composition.root
     ]
-    return CheckResult(policy, sort_diagnostics(diagnostics)), composition
-
-
-def source_text(file: str) -> str | None:
-    """The text of a file a diagnostic points into (a policy or a hint template), for excerpts.
-
-    None when it cannot be read.  Decoded as the parser decodes it, so lines and columns agree.
-    """
-    try:
-        data = Path(file).read_bytes()
-    except OSError:
-        return None
-    text = data.decode("utf-8", "replace")
-    return text[1:] if text.startswith("\ufeff") else text
+    result = CheckResult(policy, sort_diagnostics(diagnostics), MappingProxyType(composition.texts))
+    return result, composition

@@ -1,20 +1,20 @@
 """Text → syntax tree.  Lark stays inside this module: no Lark object escapes it.
 
-The LALR parser is built once per process and cached (pickled) in the user's
-own cache folder, keyed by the grammar text and the Lark version.  Syntax
+The LALR parser is built once per process; its tables are cached as plain
+data in the user's private cache folder (``policy.language.grammar_cache``).  Syntax
 errors become coded diagnostics with the expected tokens named in words, and
 Lark's ``on_error`` recovery lets one run report several of them.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
+import math
 import re
 import textwrap
 from collections.abc import Callable, Iterator
 from functools import cache
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 import lark
 from lark import Lark, Token
@@ -24,18 +24,20 @@ from lark.exceptions import (
     UnexpectedInput,
     UnexpectedToken,
 )
-from pydantic import BaseModel
 
 from policy.language import ast
 from policy.language.codes import severity_of
-from policy.language.gc_pause import collector_paused
+from policy.language.grammar_cache import cached_parser
 from policy.model.diagnostics import Diagnostic, Span
-from policy.resources import data_dir, user_cache_dir
-
-_N = TypeVar("_N", bound=BaseModel)
+from policy.resources import data_dir
 
 MAX_SYNTAX_ERRORS = 20
+MAX_RECOVERIES = 200
+"""Syntax errors the parser recovers from before it stops (a bad line can hold thousands)."""
 MAX_DEPTH = 32
+MAX_NUMBER = 2**53
+"""The largest integer a policy may write (every integer up to it is exact as a float too)."""
+_MAX_DIGITS = 16
 
 _TOKEN_WORDS = {
     "NAME": "a name",
@@ -71,12 +73,7 @@ LARK_OPTIONS: dict[str, Any] = {
 @cache
 def _lark() -> Lark:
     grammar = (data_dir("grammar") / "policy.lark").read_text(encoding="utf-8")
-    digest = hashlib.sha256(f"{lark.__version__}\0{grammar}".encode()).hexdigest()[:16]
-    try:
-        cache_file: str | bool = str(user_cache_dir() / f"grammar-{digest}.lark-cache")
-    except OSError:
-        cache_file = False  # no writable cache folder: build in memory every time
-    return Lark(grammar, **LARK_OPTIONS, cache=cache_file)
+    return cached_parser(grammar, LARK_OPTIONS)
 
 
 def build_parser_uncached() -> Lark:
@@ -92,6 +89,12 @@ def token_words(names: set[str] | frozenset[str]) -> list[str]:
 
 def parse_bytes(data: bytes, path: str) -> tuple[ast.PolicyFile | None, list[Diagnostic]]:
     """Decode and parse a file's bytes; undecodable input is a diagnostic, not an exception."""
+    text, problems = decode_policy(data, path)
+    return (None, problems) if text is None else parse(text, path)
+
+
+def decode_policy(data: bytes, path: str) -> tuple[str | None, list[Diagnostic]]:
+    """A policy file's text (UTF-8, a leading BOM dropped), or None and the E001 that says why not."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -105,37 +108,38 @@ def parse_bytes(data: bytes, path: str) -> tuple[ast.PolicyFile | None, list[Dia
     if nul >= 0:
         span = _span_at(text, nul, nul + 1, path)
         return None, [_diag("E001", "file contains a NUL byte: it looks binary, not a policy", span)]
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    return parse(text, path)
+    return text.removeprefix("\ufeff"), []
 
 
 def parse(text: str, path: str) -> tuple[ast.PolicyFile | None, list[Diagnostic]]:
     """Parse policy text.  Returns the tree (None when there are syntax errors) and diagnostics."""
     errors: list[Diagnostic] = []
     seen_lines: set[int] = set()
+    recoveries = 0
 
     def on_error(err: UnexpectedInput) -> bool:
-        diagnostic = _syntax_diagnostic(err, text, path)
-        if diagnostic.span.line not in seen_lines:
-            seen_lines.add(diagnostic.span.line)
-            errors.append(diagnostic)
-        return len(errors) < MAX_SYNTAX_ERRORS
+        nonlocal recoveries
+        recoveries += 1
+        if getattr(err, "line", None) not in seen_lines:  # placing an error scans the text before it
+            diagnostic = _syntax_diagnostic(err, text, path)
+            if diagnostic.span.line not in seen_lines:
+                seen_lines.add(diagnostic.span.line)
+                errors.append(diagnostic)
+        return len(errors) < MAX_SYNTAX_ERRORS and recoveries < MAX_RECOVERIES
 
-    with collector_paused():
-        try:
-            tree = _lark().parse(text, on_error=on_error)
-        except UnexpectedInput as err:
-            final = _syntax_diagnostic(err, text, path)
-            if final.span.line not in seen_lines:
-                errors.append(final)
-            return None, errors
-        if errors:
-            return None, errors
-        try:
-            statements = _Builder(path).build(tree)
-        except _BuildError as err:
-            return None, [err.diagnostic]
+    try:
+        tree = _lark().parse(text, on_error=on_error)
+    except UnexpectedInput as err:
+        final = _syntax_diagnostic(err, text, path)
+        if final.span.line not in seen_lines:
+            errors.append(final)
+        return None, errors
+    if errors:
+        return None, errors
+    try:
+        statements = _Builder(path).build(tree)
+    except _BuildError as err:
+        return None, [err.diagnostic]
     file_span = _span_at(text, 0, len(text), path)
     return ast.PolicyFile(span=file_span, path=path, source=text, statements=statements), []
 
@@ -213,31 +217,13 @@ class _BuildError(Exception):
         self.diagnostic = diagnostic
 
 
-_new = object.__new__
-_set = object.__setattr__
-
-
-def _node(cls: type[_N], fields: dict[str, Any]) -> _N:
-    """A node from values that are already valid (the grammar guarantees their shapes).
-
-    What ``model_construct`` does, without its per-field bookkeeping: building
-    the AST is on the hot path of ``policyctl lint``.
-    """
-    node = _new(cls)
-    _set(node, "__dict__", fields)
-    _set(node, "__pydantic_fields_set__", set(fields))
-    _set(node, "__pydantic_extra__", None)
-    _set(node, "__pydantic_private__", None)
-    return node
-
-
 def _long_string_value(token: str) -> str:
+    """A text's value: line endings read as LF (a file's meaning does not depend on them), the first
+    newline dropped, the common indentation removed."""
     body = token[3:-3]
-    if body.startswith("\r\n"):
-        body = body[2:]
-    elif body.startswith("\n"):
-        body = body[1:]
-    return textwrap.dedent(body)
+    if "\r" in body:
+        body = body.replace("\r\n", "\n").replace("\r", "\n")
+    return textwrap.dedent(body.removeprefix("\n"))
 
 
 _NESTING = frozenset({"block", "json_object", "json_array"})
@@ -291,13 +277,20 @@ class _Builder:
     # spans
 
     def span(self, token: Token) -> Span:
-        return _node(Span, {"file": self.path, "line": token.line, "column": token.column,
-                            "end_line": token.end_line, "end_column": token.end_column,
-                            "start": token.start_pos, "end": token.end_pos})
+        located: Any = token  # the parser propagates positions: none of them is None
+        return Span(file=self.path, line=located.line, column=located.column,
+                    end_line=located.end_line, end_column=located.end_column,
+                    start=located.start_pos, end=located.end_pos)
 
     def outer(self, children: list[Any]) -> Span:
         """From the start of the first child to the end of the last (each a token or a node)."""
         first, last = children[0], children[-1]
+        line: Any  # tokens carry every position (see ``span``)
+        column: Any
+        start: Any
+        end_line: Any
+        end_column: Any
+        end: Any
         if isinstance(first, Token):
             line, column, start = first.line, first.column, first.start_pos
         else:
@@ -306,8 +299,8 @@ class _Builder:
             end_line, end_column, end = last.end_line, last.end_column, last.end_pos
         else:
             end_line, end_column, end = last.span.end_line, last.span.end_column, last.span.end
-        return _node(Span, {"file": self.path, "line": line, "column": column, "end_line": end_line,
-                            "end_column": end_column, "start": start, "end": end})
+        return Span(file=self.path, line=line, column=column, end_line=end_line,
+                    end_column=end_column, start=start, end=end)
 
     # leaves
 
@@ -321,69 +314,84 @@ class _Builder:
         return value
 
     def name(self, token: Token) -> ast.Name:
-        return _node(ast.Name, {"span": self.span(token), "kind": "name", "value": str(token)})
+        return ast.Name(span=self.span(token), value=str(token))
 
     def string(self, token: Token) -> ast.String:
         span, value = self.span(token), self.json_string(token)
-        return _node(ast.String, {"span": span, "kind": "string", "value": value, "triple": False})
+        return ast.String(span=span, value=value, triple=False)
 
     def long_string(self, token: Token) -> ast.String:
         value = _long_string_value(token)
-        return _node(ast.String, {"span": self.span(token), "kind": "string", "value": value, "triple": True})
+        return ast.String(span=self.span(token), value=value, triple=True)
 
     def regex(self, token: Token) -> ast.Regex:
         text = str(token)
         close = text.rindex("/")
         pattern = text[1:close].replace("\\/", "/")
         span, flags = self.span(token), text[close + 1:]
-        return _node(ast.Regex, {"span": span, "kind": "regex", "pattern": pattern, "flags": flags})
+        return ast.Regex(span=span, pattern=pattern, flags=flags)
+
+    def bounded(self, token: Token, digits: str, scale: int = 1) -> int:
+        """An integer literal (times ``scale``); raises E007 past ``MAX_NUMBER``, before converting a
+        long run of digits."""
+        if len(digits.lstrip("-")) > _MAX_DIGITS or abs(value := int(digits) * scale) > MAX_NUMBER:
+            raise _BuildError(_diag("E007", f"`{token}` is too large a number", self.span(token),
+                                    f"numbers are at most {MAX_NUMBER}"))
+        return value
 
     def number(self, token: Token) -> ast.Number:
         text = str(token)
-        value: int | float = float(text) if any(c in text for c in ".eE") else int(text)
-        return _node(ast.Number, {"span": self.span(token), "kind": "number", "value": value, "text": text})
+        value: int | float
+        if any(c in text for c in ".eE"):
+            value = float(text)
+            if not math.isfinite(value):
+                raise _BuildError(_diag("E007", f"`{text}` is too large a number", self.span(token),
+                                        "a decimal number is at most about 1.8e308"))
+        else:
+            value = self.bounded(token, text)
+        return ast.Number(span=self.span(token), value=value, text=text)
 
     def size(self, token: Token) -> ast.Size:
         text = str(token)
         digits = text.rstrip("BKMGi")
-        value = int(digits) * _SIZE_UNITS[text[len(digits):]]
-        return _node(ast.Size, {"span": self.span(token), "kind": "size", "value": value, "text": text})
+        value = self.bounded(token, digits, _SIZE_UNITS[text[len(digits):]])
+        return ast.Size(span=self.span(token), value=value, text=text)
 
     def range(self, token: Token) -> ast.Range:
-        low, high = str(token).split("..")
+        low, high = (self.bounded(token, part) for part in str(token).split(".."))
         span = self.span(token)
-        return _node(ast.Range, {"span": span, "kind": "range", "low": int(low), "high": int(high)})
+        return ast.Range(span=span, low=low, high=high)
 
     # rules
 
     def pair(self, children: list[Any]) -> ast.Pair:
         key, _equals, value = children
         span = self.outer(children)
-        return _node(ast.Pair, {"span": span, "kind": "pair", "key": str(key), "value": value})
+        return ast.Pair(span=span, key=str(key), value=value)
 
     def json_member(self, children: list[Any]) -> tuple[str, Any]:
         return self.json_string(children[0]), _json_python(children[-1])
 
     def json_object(self, children: list[Any]) -> ast.Json:
         members: dict[str, Any] = dict(child for child in children if isinstance(child, tuple))
-        return _node(ast.Json, {"span": self.outer(children), "kind": "json", "value": members})
+        return ast.Json(span=self.outer(children), value=members)
 
     def json_empty(self, children: list[Any]) -> ast.Json:
-        return _node(ast.Json, {"span": self.outer(children), "kind": "json", "value": {}})
+        return ast.Json(span=self.outer(children), value={})
 
     def json_array(self, children: list[Any]) -> ast.Json:
         items = [_json_python(child) for child in children if not isinstance(child, Token)]
-        return _node(ast.Json, {"span": self.outer(children), "kind": "json", "value": items})
+        return ast.Json(span=self.outer(children), value=items)
 
     def block(self, children: list[Any]) -> ast.Block:
         statements = [c for c in children if isinstance(c, ast.Statement)]
-        return _node(ast.Block, {"span": self.outer(children), "statements": statements})
+        return ast.Block(span=self.outer(children), statements=statements)
 
     def statement(self, children: list[Any]) -> ast.Statement:
         head, *rest = children
         block = rest.pop() if rest and isinstance(rest[-1], ast.Block) else None
-        return _node(ast.Statement, {"span": self.outer(children), "name": str(head),
-                                     "name_span": self.span(head), "values": rest, "block": block})
+        return ast.Statement(span=self.outer(children), name=str(head),
+                             name_span=self.span(head), values=rest, block=block)
 
     def start(self, children: list[Any]) -> list[ast.Statement]:
         return [c for c in children if isinstance(c, ast.Statement)]

@@ -4,6 +4,9 @@ Patterns run on RE2, whose matching time is linear in the input: a pattern
 that only a backtracking engine can run (backreferences, lookaround,
 possessive or atomic groups) is E202, told apart from a plain invalid
 pattern (E201) by asking Python's ``re`` whether it would have compiled.
+Linear is not enough when the constant is huge: more than
+``MAX_CAPTURE_GROUPS`` groups (E204) or a program larger than
+``MAX_PROGRAM_SIZE`` (E205) is refused, and RE2's memory is capped.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import warnings
 import re2
 
 from policy.language import ast
-from policy.language.collector import Report
+from policy.language.collector import DiagnosticCollector
 from policy.model.compiled import Pattern
 
 REGEX_FLAGS = {"i": "ignore case", "m": "`^` and `$` match at line ends", "s": "`.` matches a newline"}
@@ -30,16 +33,25 @@ _UNSUPPORTED = [
 _HELP_E202 = "patterns run on RE2, which matches in linear time and has no backtracking: rewrite without it"
 
 
+MAX_CAPTURE_GROUPS = 32
+"""More groups make RE2 fall back to slower engines to extract them (time grows with their number)."""
+MAX_PROGRAM_SIZE = 10_000
+"""The largest compiled program (RE2's own measure; the shipped patterns stay under 400)."""
+MAX_MEMORY = 8 << 20
+"""RE2's memory budget per pattern, in bytes."""
+
+
 def _options() -> re2.Options:
     options = re2.Options()
     options.log_errors = False
+    options.max_mem = MAX_MEMORY
     return options
 
 
 _OPTIONS = _options()
 
 
-def compile_regex(node: ast.Regex, report: Report) -> Pattern | None:
+def compile_regex(node: ast.Regex, report: DiagnosticCollector) -> Pattern | None:
     """Compile a ``/regex/flags`` literal with RE2; report E201/E202 and return None when it cannot run."""
     unknown = sorted(set(node.flags) - REGEX_FLAGS.keys())
     if unknown:
@@ -53,6 +65,14 @@ def compile_regex(node: ast.Regex, report: Report) -> Pattern | None:
     except re2.error as err:
         _report_rejected(node, source, _message(err), report)
         return None
+    if regex.groups > MAX_CAPTURE_GROUPS:
+        report.add("E204", f"pattern has {regex.groups} capture groups, more than {MAX_CAPTURE_GROUPS}",
+                   node.span, "use `(?:…)` for groups whose text no hint needs")
+        return None
+    if regex.programsize > MAX_PROGRAM_SIZE:
+        report.add("E205", f"pattern compiles to {regex.programsize} RE2 instructions, more than "
+                   f"{MAX_PROGRAM_SIZE}", node.span, "shorten it, or split it into several signatures")
+        return None
     groups = tuple(name for name, _ in sorted(regex.groupindex.items(), key=lambda item: item[1]))
     return Pattern(source=node.pattern, flags=flags, regex=regex, groups=groups)
 
@@ -62,7 +82,7 @@ def _message(err: Exception) -> str:
     return detail.decode("utf-8", "replace") if isinstance(detail, bytes) else str(detail)
 
 
-def _report_rejected(node: ast.Regex, source: str, re2_message: str, report: Report) -> None:
+def _report_rejected(node: ast.Regex, source: str, re2_message: str, report: DiagnosticCollector) -> None:
     python_error = _python_error(source)
     if python_error is not None:
         report.add("E201", f"invalid regular expression: {python_error}", node.span)
@@ -85,7 +105,7 @@ def _python_error(source: str) -> str | None:
     return None
 
 
-def check_glob(node: ast.String, report: Report) -> bool:
+def check_glob(node: ast.String, report: DiagnosticCollector) -> bool:
     """A ``files`` glob must be non-empty, one line, and close every ``[``."""
     text = node.value
     problem = None
@@ -122,7 +142,7 @@ _REFERENCE = re.compile(r"\\(?:([1-9][0-9]?)|g<(\w+)>)")
 _OCTAL = re.compile(r"\\[0-7]{3}")
 
 
-def check_replacement(pattern: Pattern, node: ast.String, report: Report) -> bool:
+def check_replacement(pattern: Pattern, node: ast.String, report: DiagnosticCollector) -> bool:
     """A ``normalize`` replacement may refer only to groups the pattern has (``\\1``, ``\\g<name>``).
 
     Read as RE2's Python binding reads it: a backslash starts a three-digit

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from policy.model.compiled import ROLE_STATEMENTS
-from policy.model.decision import SEVERITY
+from policy.model.compiled import ROLE_STATEMENTS, SYNTAX_TREE_LANGUAGES
+from policy.model.decision import ACTIONS
+from policy.model.validators import BUILTIN_VALIDATORS
 
-VALIDATORS = ("python", "json", "toml", "yaml")
+VALIDATORS = (*BUILTIN_VALIDATORS, *SYNTAX_TREE_LANGUAGES)
 """Built-in syntax checkers a gate can name (``check command "…"`` runs an external one)."""
 
-LOOP_LAYERS = ("repeat", "frequency", "error_streak", "oscillation")
 RULE_KINDS = ("tool", "gate", "signature", "loop", "hint", "test")
 """Kinds of named declarations ``disable`` can remove."""
 
@@ -61,6 +61,7 @@ POLICY = _block(
     Spec("description", ("STRING",)),
     Spec("scope", block=_block(Spec("max_scopes", ("INT",))), block_required=True),
     Spec("scan_limit", ("SIZE", "INT")),
+    Spec("max_check_bytes", ("SIZE", "INT")),
     Spec("on_internal_error", ("allow|block",)),
     Spec("deliver_warnings", ("tool_message|next_request",)),
     Spec("ignore", ("ARG+", "")),
@@ -119,6 +120,19 @@ LOOPS: dict[str, dict[str, Spec]] = {
     ),
 }
 
+LOOP_LAYERS = tuple(LOOPS)
+"""The loop layers a ``loop`` declaration can name."""
+
+WORKSPACE = _block(
+    Spec("sweep", ("on|off",)),
+    Spec("shell_writes", ("on|off",)),
+    Spec("progress", ("on|off",)),
+    Spec("track", ("STRING+",)),
+    Spec("max_files", ("INT",)),
+    Spec("hint", ("NAME",)),
+    Spec("incomplete_hint", ("NAME",)),
+)
+
 DECLARATIONS = _block(
     Spec("policy", ("STRING",), block=POLICY),
     Spec("extends", ("STRING",)),
@@ -129,6 +143,7 @@ DECLARATIONS = _block(
     Spec("normalize", ("REGEX STRING",)),
     Spec("loop", ("NAME",), block={}, variants=LOOPS),
     Spec("hint", ("NAME STRING", "NAME file STRING")),
+    Spec("workspace", ("",), block=WORKSPACE, block_required=True),
     Spec("test", ("STRING",), block={}, block_required=True, steps=True),
 )
 """Top-level statements."""
@@ -136,7 +151,7 @@ DECLARATIONS = _block(
 CALL_STEP = Spec("call", ("ARG JSON", "ARG"), block={})
 """``call TOOL {JSON}``; ``call TOOL {}`` is an empty block, read as no arguments."""
 
-EXPECTED_RULE_KINDS = ("gate", "signature", "loop")
+EXPECTED_RULE_KINDS = ("gate", "signature", "loop", "sweep", "incomplete")
 STEPS: dict[str, Spec] = {
     "file": Spec("file", ("STRING STRING",)),
     "call": CALL_STEP,
@@ -145,8 +160,8 @@ STEPS: dict[str, Spec] = {
     "expect": Spec(
         "expect",
         (
-            "|".join(SEVERITY),
-            "|".join(SEVERITY) + " " + "|".join(EXPECTED_RULE_KINDS) + " ARG",
+            "|".join(ACTIONS),
+            "|".join(ACTIONS) + " " + "|".join(EXPECTED_RULE_KINDS) + " ARG",
             "hint contains STRING",
             "hint matches REGEX",
         ),

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from types import MappingProxyType
 from typing import Any, Literal
 
 from policy.model.decision import Action, RuleRef
@@ -47,10 +46,6 @@ ROLE_STATEMENTS: dict[str, ToolRole] = {
     "reads": "read",
     "runs": "run",
 }
-
-
-def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
-    return MappingProxyType(dict(mapping))
 
 
 @dataclass(frozen=True)
@@ -108,9 +103,16 @@ class ToolSpec:
         return args.get(name) if name is not None else None
 
 
+SYNTAX_TREE_LANGUAGES = (
+    "javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp", "ruby", "php", "shell", "html",
+    "css",
+)
+"""The languages a gate checks with a tree-sitter grammar (``check javascript``): runtime/gates/grammars."""
+
+
 @dataclass(frozen=True)
 class Validator:
-    """A syntax checker: a built-in (python, json, toml, yaml) or an external command."""
+    """A syntax checker: a built-in (python, json, toml, yaml, a tree-sitter language) or a command."""
 
     kind: str
     command: str | None = None
@@ -233,6 +235,26 @@ class OscillationRule:
 
 
 @dataclass(frozen=True)
+class WorkspaceRule:
+    """``workspace { … }``: what the guard does with the files the agent works on."""
+
+    ref: RuleRef
+    sweep: bool = False
+    """After a command, re-check the gated files it changed; a file it broke gets a hint."""
+    shell_writes: bool = False
+    """Gate a command whose text says what it writes (``cat > f <<'EOF'``) before it runs."""
+    progress: bool = False
+    """A state change is a new content fingerprint of the workspace (else ``mutates_when``)."""
+    track: tuple[str, ...] = ()
+    """Globs of files the snapshot covers beyond the gated ones (their content counts as progress)."""
+    max_files: int = 20_000
+    hint: HintTemplate | None = None
+    """The sweep's hint (kind ``sweep``)."""
+    incomplete_hint: HintTemplate | None = None
+    """What the model reads about a file still left as an incomplete prefix (kind ``incomplete``)."""
+
+
+@dataclass(frozen=True)
 class TestCall:
     name: str
     args: Mapping[str, Any]
@@ -271,6 +293,8 @@ class CompiledPolicy:
     """Every file that went into this policy, base files first."""
     max_scopes: int = 1000
     scan_limit: int = 64 * 1024
+    max_check_bytes: int = 2 * 1024 * 1024
+    """The largest text a write gate reads, builds or checks (a file, a write's result, an edit's)."""
     on_internal_error: Literal["allow", "block"] = "allow"
     deliver_warnings: Literal["tool_message", "next_request"] = "tool_message"
     """Where a loop warning reaches the model: appended to its call's ToolMessage, or queued and
@@ -286,6 +310,7 @@ class CompiledPolicy:
     frequency: FrequencyRule | None = None
     error_streak: ErrorStreakRule | None = None
     oscillation: OscillationRule | None = None
+    workspace: WorkspaceRule | None = None
     hints: Mapping[str, HintTemplate] = field(default_factory=dict)
     tests: tuple[PolicyTest, ...] = ()
 

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple
+from dataclasses import dataclass, fields
+from typing import Any, Literal, NamedTuple, Protocol, TypeVar
 
 from policy.model.diagnostics import Span
 
 Action = Literal["allow", "hint", "warn", "block", "stop"]
 
-SEVERITY: dict[str, int] = {"allow": 0, "hint": 1, "warn": 2, "block": 3, "stop": 4}
+ACTIONS: tuple[Action, ...] = ("allow", "hint", "warn", "block", "stop")
+"""Every action, least severe first."""
+SEVERITY: dict[str, int] = {action: rank for rank, action in enumerate(ACTIONS)}
+
+
+_SPAN_FIELDS = tuple(field.name for field in fields(Span))
 
 
 @dataclass(frozen=True)
@@ -23,6 +28,12 @@ class RuleRef:
 
     def __str__(self) -> str:
         return f"{self.kind} {self.name}"
+
+    def to_state(self) -> dict[str, Any]:
+        """The rule as a store keeps it (JSON values), span included."""
+        span = self.span
+        return {"kind": self.kind, "name": self.name,
+                "span": None if span is None else {name: getattr(span, name) for name in _SPAN_FIELDS}}
 
 
 class _Empty(Mapping[str, Any]):
@@ -83,14 +94,51 @@ class Decision(NamedTuple):
             "metadata": dict(self.metadata),
         }
 
+    def to_state(self) -> dict[str, Any]:
+        """The decision as a store keeps it between events: ``to_dict``, with the rule's kind,
+        name and span (the store boundary is the only place a decision becomes a dict)."""
+        data = self.to_dict()
+        if self.rule is not None:
+            data["rule"] = self.rule.to_state()
+        return data
+
+    @classmethod
+    def from_state(cls, data: Mapping[str, Any]) -> Decision:
+        """A decision back from ``to_state`` (or from the ``to_dict`` form earlier versions stored)."""
+        return cls(action=data["action"], rule=_stored_rule(data.get("rule")), hint=data.get("hint"),
+                   call_id=data.get("call_id"), signature=data.get("signature"),
+                   captures=data.get("captures") or {}, metadata=data.get("metadata") or {})
+
 
 ALLOW = Decision()
 
 
-def most_severe(decisions: Iterable[Decision]) -> Decision:
-    """The first decision of the highest severity (ties keep the earlier one)."""
-    best = ALLOW
-    for decision in decisions:
-        if decision.severity > best.severity:
-            best = decision
+def _stored_rule(data: Any) -> RuleRef | None:
+    if isinstance(data, Mapping):
+        span = data.get("span")
+        return RuleRef(str(data["kind"]), str(data["name"]), Span(**span) if span else None)
+    kind, _, name = (data or "").partition(" ")  # ``to_dict``'s "kind name", stored by earlier versions
+    return RuleRef(kind, name) if kind else None
+
+
+class _Ranked(Protocol):
+    @property
+    def action(self) -> Action: ...
+
+
+_R = TypeVar("_R", bound=_Ranked)
+
+
+def most_severe(items: Iterable[_R], *, latest: bool = False) -> _R | None:
+    """The item whose action is the most severe, ``allow`` never (None when nothing but allow).
+
+    Ties go to the earlier item, or with ``latest`` to the later one.  Decisions and loop
+    findings alike are ranked by this one function.
+    """
+    best: _R | None = None
+    best_rank = 0
+    for item in items:
+        rank = SEVERITY[item.action]
+        if rank > best_rank or (latest and rank == best_rank and rank > 0):
+            best, best_rank = item, rank
     return best

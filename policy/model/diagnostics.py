@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict
 
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A region of a source file.  Lines and columns are 1-based; the end is exclusive.
 
-class Span(BaseModel):
-    """A region of a source file.  Lines and columns are 1-based; the end is exclusive."""
-
-    model_config = ConfigDict(frozen=True)
+    A plain frozen dataclass, not a pydantic model: every compiled policy holds spans, and a hook
+    process that loads one from the cache should not have to import pydantic for them.
+    """
 
     file: str
     line: int
@@ -28,10 +30,9 @@ class Severity(StrEnum):
     WARNING = "warning"
 
 
-class Diagnostic(BaseModel):
+@dataclass(frozen=True)
+class Diagnostic:
     """One finding: a stable code, where it is, what is wrong, and how to fix it."""
-
-    model_config = ConfigDict(frozen=True)
 
     code: str
     severity: Severity

@@ -86,5 +86,6 @@ class Scope:
             object.__setattr__(self, "run_id", f"anon-{uuid.uuid4().hex}")
 
     @property
-    def key(self) -> str:
-        return f"{self.thread_id}\x1f{self.run_id}"
+    def key(self) -> tuple[str, str]:
+        """The scope's identity, (thread id, run id): what stores and hooks key a scope's state by."""
+        return (self.thread_id, self.run_id or "")

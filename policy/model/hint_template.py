@@ -10,16 +10,17 @@ from __future__ import annotations
 import json
 import logging
 import posixpath
-from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache, cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from policy.model.diagnostics import Span
 
 if TYPE_CHECKING:  # Jinja2 itself is imported when the first template is parsed or rendered
     from jinja2 import Template
-    from jinja2.sandbox import SandboxedEnvironment
+
+    from policy.model.hint_sandbox import BoundedEnvironment
 
 log = logging.getLogger("policy.hints")
 
@@ -29,11 +30,13 @@ COMMON_VARIABLES = frozenset(
 
 RULE_VARIABLES: dict[str, frozenset[str]] = {
     "gate": frozenset({"path", "line", "column", "message", "snippet", "validator", "output"}),
-    "signature": frozenset({"signature", "captures", "excerpt", "output", "status"}),
+    "signature": frozenset({"signature", "captures", "excerpt", "output", "status", "module_origin"}),
     "repeat": frozenset({"count", "warn", "stop", "window", "same_result", "result_excerpt"}),
     "frequency": frozenset({"count", "warn", "stop", "window"}),
     "error_streak": frozenset({"count", "warn", "stop", "signature", "captures", "excerpt"}),
     "oscillation": frozenset({"count", "period", "repeats", "cycle"}),
+    "sweep": frozenset({"path", "line", "column", "message", "snippet", "validator", "output", "command"}),
+    "incomplete": frozenset({"path", "line", "column", "snippet", "where", "validator"}),
 }
 """Variables a hint may use, by rule kind (signatures add their named groups)."""
 
@@ -64,6 +67,23 @@ _PIP_NAMES = {
     "psycopg2": "psycopg2-binary",
     "MySQLdb": "mysqlclient",
     "win32api": "pywin32",
+    "erfa": "pyerfa",
+    "jose": "python-jose",
+    "nacl": "PyNaCl",
+    "Bio": "biopython",
+    "dns": "dnspython",
+    "socks": "PySocks",
+    "slugify": "python-slugify",
+    "multipart": "python-multipart",
+    "websocket": "websocket-client",
+    "gi": "PyGObject",
+    "wx": "wxPython",
+    "ldap": "python-ldap",
+    "OpenGL": "PyOpenGL",
+    "mpl_toolkits": "matplotlib",
+    "pkg_resources": "setuptools",
+    "umap": "umap-learn",
+    "faiss": "faiss-cpu",
 }
 
 
@@ -95,50 +115,28 @@ def basename(path: Any) -> str:
 
 
 @cache
-def environment() -> SandboxedEnvironment:
+def environment() -> BoundedEnvironment:
     """The one environment every hint template is compiled in."""
     from jinja2 import StrictUndefined
-    from jinja2.sandbox import SandboxedEnvironment
 
-    env = SandboxedEnvironment(
+    from policy.model.hint_sandbox import BoundedEnvironment, bounded_filter, bounded_range
+
+    env = BoundedEnvironment(
         undefined=StrictUndefined,
         autoescape=False,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.context_class = _hint_context_class()
     env.filters.update(
         basename=basename,
         truncate_middle=truncate_middle,
         json=plain_json,
         pip_name=pip_name,
     )
+    env.filters = {name: bounded_filter(function) for name, function in env.filters.items()}
+    env.globals["range"] = bounded_range
     return env
-
-
-def _hint_context_class() -> type[Any]:
-    """Jinja2's template context, made without listing the template's globals.
-
-    ``Context`` records their names (``globals_keys``) for templates that
-    import or export variables, which hint templates never do; listing them
-    is a fifth of the cost of rendering a short hint.
-    """
-    from jinja2 import Environment
-    from jinja2.runtime import Context
-
-    class _HintContext(Context):
-        def __init__(
-            self,
-            environment: Environment,
-            parent: dict[str, Any],
-            name: str | None,
-            blocks: dict[str, Callable[[Context], Iterator[str]]],
-            globals: MutableMapping[str, Any] | None = None,
-        ) -> None:
-            super().__init__(environment, parent, name, blocks)
-
-    return _HintContext
 
 
 def template_variables(source: str) -> frozenset[str]:
@@ -166,34 +164,44 @@ class HintTemplate:
     def template(self) -> Template:
         return environment().from_string(self.source)
 
-    @cached_property
-    def _globals(self) -> dict[str, Any]:
-        """The template's globals (``range``, ``dict``…), found once."""
-        return dict(self.template.globals)
-
     def render(self, variables: Mapping[str, Any]) -> str:
-        """Render; a failure is logged and replaced by a plain one-line hint.
+        """Render; a failure is logged and replaced by a plain one-line hint."""
+        return self.render_checked(variables).text
+
+    def render_checked(self, variables: Mapping[str, Any]) -> RenderedHint:
+        """Render within the sandbox's bounds (``policy.model.hint_sandbox``); a failure or a bound
+        exceeded is logged and gives the plain one-line hint, with the reason.
 
         Only the variables the template reads are taken from ``variables`` (a
-        ``policy.model.variables.HintVariables`` computes no others), and the globals
-        are found once: ``Template.render`` merges every global and variable on
-        every render.
+        ``policy.model.variables.HintVariables`` computes no others).
         """
         try:
-            template = self.template
-            context = dict(self._globals)
+            context: dict[str, Any] = {}
             for name in self.variables:
                 try:
                     value = variables[name]
                 except KeyError:  # a global, or a name nothing provides (StrictUndefined reports it)
                     continue
                 context[name] = value
-            return template.environment.concat(
-                template.root_render_func(template.new_context(context, shared=True))
-            ).strip("\n")
+            from policy.model.hint_sandbox import bounded_concat
+
+            template = self.template
+            text = bounded_concat(template.root_render_func(template.new_context(context)))
+            return RenderedHint(text.strip("\n"))
         except Exception as err:  # a hint must never break the agent
             log.warning("hint %s failed to render: %s", self.name, err)
-            return fallback_hint(variables)
+            return RenderedHint(fallback_hint(variables), f"{type(err).__name__}: {err}")
+
+
+class RenderedHint(NamedTuple):
+    """A rendered hint; ``fallback`` says why the plain fallback text was used instead (None: it was not)."""
+
+    text: str
+    fallback: str | None = None
+
+    def facts(self) -> dict[str, Any]:
+        """What a decision's metadata says about the render: nothing, or why it fell back."""
+        return {} if self.fallback is None else {"hint_fallback": self.fallback}
 
 
 def compile_hint(name: str, source: str, span: Span | None = None) -> HintTemplate:

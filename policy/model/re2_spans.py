@@ -26,6 +26,8 @@ def spans_finder(regex: Any) -> FindSpans:
     """``find(data, pos)``: the spans of ``regex``'s first match in ``data`` (bytes, not
     str) at or after byte ``pos`` (patterns like ``^`` and ``\\b`` still see the bytes
     before it); None when nothing matches."""
+    # google-re2's compiled matcher, asked directly: 49-53% less time per failed result
+    # (bench/bench_shortcuts.py)
     match = getattr(getattr(regex, "_regexp", None), "Match", None)
     unanchored = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
     if match is None or unanchored is None:

@@ -2,34 +2,63 @@
 
 Used by ``policyctl replay`` and ``policyctl test``.  Allowed writes change
 the virtual files; blocked ones do not.  A ``stop`` ends that run: its later
-events are skipped.
+events are skipped.  With ``workspace=True`` the virtual files are also the
+guard's workspace, and a result may carry what the call left in them (a
+trace's ``files`` snapshot), so sweeps and workspace progress are replayed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from policy.model.compiled import WRITING_ROLES, CompiledPolicy
-from policy.model.decision import ALLOW, Decision
+from policy.model.decision import ALLOW, Decision, most_severe
 from policy.model.events import Scope, ToolCall, ToolResult
 from policy.runtime.gates import FileEffect, file_effect
 from policy.runtime.guard import Guard
+from policy.runtime.workspace.listed import ListedWorkspace
+from policy.runtime.workspace.snapshot import FileStat
 
 EventKind = str  # "turn" | "call" | "result" | "request" (a warning delivered with the next model request)
 
 
 class VirtualFiles:
-    """An in-memory sandbox: path → text."""
+    """An in-memory sandbox: path → text, with a version per path that stands for its change time."""
 
     def __init__(self, files: dict[str, str] | None = None) -> None:
         self.files: dict[str, str] = dict(files or {})
+        self.versions: dict[str, int] = dict.fromkeys(self.files, 1)
+        self._clock = 1
 
     def read(self, path: str) -> str | None:
         return self.files.get(path)
 
     def write(self, effect: FileEffect) -> None:
-        self.files[effect.path] = effect.after
+        self.put(effect.path, effect.after)
+
+    def put(self, path: str, text: str | None) -> None:
+        """Set a file's text (None: delete it)."""
+        self._clock += 1
+        if text is None:
+            self.files.pop(path, None)
+            self.versions.pop(path, None)
+        else:
+            self.files[path] = text
+            self.versions[path] = self._clock
+
+    def listing(self) -> list[FileStat]:
+        """Every file as a workspace lister lists it: (path, size, version, version)."""
+        return [(path, len(text.encode("utf-8", "surrogateescape")), self.versions.get(path, 0),
+                 self.versions.get(path, 0)) for path, text in self.files.items()]
+
+    def workspace(self) -> ListedWorkspace:
+        """The files as a workspace rooted at ``/`` (a relative path is read as one under it)."""
+        return ListedWorkspace(self.listing, self._read_under_root, root="/")
+
+    def _read_under_root(self, path: str) -> str | None:
+        text = self.files.get(path)
+        return text if text is not None else self.files.get(path[1:])
 
 
 @dataclass
@@ -45,11 +74,8 @@ class Outcome:
     @property
     def decision(self) -> Decision:
         """The most severe decision for this call (ties: the latest)."""
-        best = ALLOW
-        for _, decision in self.decisions:
-            if decision.severity >= best.severity and decision.action != "allow":
-                best = decision
-        return best
+        best = most_severe((decision for _, decision in self.decisions), latest=True)
+        return ALLOW if best is None else best
 
     @property
     def executed(self) -> bool:
@@ -64,14 +90,15 @@ class Session:
     """Drives a Guard the way a harness does: turn → call → (execute) → result."""
 
     def __init__(self, policy: CompiledPolicy, files: dict[str, str] | None = None,
-                 listener: Listener | None = None) -> None:
+                 listener: Listener | None = None, *, workspace: bool = False) -> None:
         self.policy = policy
         self.files = VirtualFiles(files)
-        self.guard = Guard(policy, read_file=self.files.read)
+        self.guard = Guard(policy, read_file=self.files.read,
+                           workspace=self.files.workspace() if workspace else None)
         self.listener = listener
-        self.outcomes: dict[tuple[str, str], Outcome] = {}
-        self.stopped: set[str] = set()
-        self._effects: dict[tuple[str, str], FileEffect] = {}
+        self.outcomes: dict[tuple[tuple[str, str], str], Outcome] = {}
+        self.stopped: set[tuple[str, str]] = set()
+        self._effects: dict[tuple[tuple[str, str], str], FileEffect] = {}
 
     def is_stopped(self, scope: Scope) -> bool:
         return scope.key in self.stopped
@@ -104,14 +131,18 @@ class Session:
                     self._effects[(scope.key, call.id)] = effect
         return outcomes
 
-    def result(self, call_id: str, result: ToolResult, scope: Scope) -> Outcome | None:
-        """The call returned.  Ignored for calls that were blocked, stopped or never seen."""
+    def result(self, call_id: str, result: ToolResult, scope: Scope,
+               files: Mapping[str, str | None] | None = None) -> Outcome | None:
+        """The call returned, leaving ``files`` (path → text, None: deleted) as they now are.
+        Ignored for calls that were blocked, stopped or never seen."""
         outcome = self.outcomes.get((scope.key, call_id))
         if outcome is None or not outcome.executed or self.is_stopped(scope):
             return outcome
         effect = self._effects.pop((scope.key, call_id), None)
         if effect is not None and result.status == "success":
             self.files.write(effect)
+        for path, text in (files or {}).items():
+            self.files.put(path, text)
         self._record(outcome, "result", self.guard.on_result(outcome.call, result, scope))
         for warning in self.guard.take_warnings(scope):  # delivered with the next model request
             self._record(self.outcomes.get((scope.key, warning.call_id or "")) or outcome, "request", warning)

@@ -9,12 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from policy.model.compiled import CompiledPolicy
-from policy.model.decision import Decision
+from policy.model.decision import ACTIONS, Decision
 from policy.model.events import Scope, ToolCall, ToolResult
 from policy.replay.harness import EventKind, Session
 from policy.replay.trace import FileEvent, ResultEvent, TraceError, TurnEvent, read_events
-
-ACTIONS = ("allow", "hint", "warn", "block", "stop")
 
 
 @dataclass(frozen=True)
@@ -40,7 +38,7 @@ class Record:
 
 
 @dataclass
-class ReplayReport:
+class ReplayResult:
     name: str
     events: int = 0
     decisions: Counter[str] = field(default_factory=Counter)
@@ -65,9 +63,9 @@ class ReplayReport:
         return self.decisions["stop"] > 0
 
 
-def replay_lines(policy: CompiledPolicy, lines: Iterable[str], name: str = "trace") -> ReplayReport:
+def replay_lines(policy: CompiledPolicy, lines: Iterable[str], name: str = "trace") -> ReplayResult:
     """Run the events of a trace through ``policy``; bad lines are reported and skipped."""
-    report = ReplayReport(name=name)
+    report = ReplayResult(name=name)
     line_number = 0
 
     def listen(kind: EventKind, call: ToolCall, decision: Decision) -> None:
@@ -75,15 +73,17 @@ def replay_lines(policy: CompiledPolicy, lines: Iterable[str], name: str = "trac
         if decision.action != "allow":
             report.records.append(Record(line_number, kind, call, decision))
 
-    session = Session(policy, listener=listen)
+    events = list(read_events(lines))
+    snapshots = any(isinstance(event, ResultEvent) and event.files is not None for _, event in events)
+    session = Session(policy, listener=listen, workspace=snapshots)
     scopes: dict[str, Scope] = {}
-    for line_number, event in read_events(lines):
+    for line_number, event in events:
         if isinstance(event, TraceError):
             report.errors.append(event)
             continue
         report.events += 1
         if isinstance(event, FileEvent):
-            session.files.files[event.path] = event.content
+            session.files.put(event.path, event.content)
         elif isinstance(event, TurnEvent):
             scope = Scope(thread_id=event.thread, run_id=event.run or "run")
             calls = [ToolCall(id=c.id, name=c.tool, args=c.args) for c in event.calls]
@@ -100,10 +100,11 @@ def replay_lines(policy: CompiledPolicy, lines: Iterable[str], name: str = "trac
             if session.is_stopped(result_scope):
                 report.skipped += 1
                 continue
-            session.result(event.id, ToolResult(content=event.content, status=event.status), result_scope)
+            session.result(event.id, ToolResult(content=event.content, status=event.status), result_scope,
+                           event.files)
     return report
 
 
-def replay_file(policy: CompiledPolicy, path: Path) -> ReplayReport:
+def replay_file(policy: CompiledPolicy, path: Path) -> ReplayResult:
     with path.open(encoding="utf-8", errors="replace") as handle:
         return replay_lines(policy, handle, name=path.stem)

@@ -1,8 +1,9 @@
-"""The trace format: JSON Lines of recorded sessions (DESIGN.md, "Trace format").
+"""The trace format: JSON Lines of recorded sessions (docs/design.md, "Trace format").
 
     {"type": "file", "path": "app.py", "content": "…"}
     {"type": "turn", "thread": "t1", "run": "r1", "calls": [{"id": "c1", "tool": "bash", "args": {…}}]}
     {"type": "result", "id": "c1", "status": "error", "content": "…"}
+    {"type": "result", "id": "c2", "content": "", "files": {"app.py": "…", "old.py": null}}
 
 A line that is not a valid event becomes a ``TraceError`` naming the line;
 reading goes on with the next line.
@@ -46,6 +47,8 @@ class ResultEvent(_Event):
     id: str
     status: Literal["success", "error"] = "success"
     content: Any = ""
+    files: dict[str, str | None] | None = None
+    """The files the call changed, as it left them (path → text; null: deleted)."""
 
 
 Event = FileEvent | TurnEvent | ResultEvent
@@ -70,8 +73,13 @@ def read_events(lines: Iterable[str]) -> Iterator[tuple[int, Event | TraceError]
         except json.JSONDecodeError as err:
             yield number, TraceError(number, f"not JSON: {err.msg} (column {err.colno})")
             continue
+        except RecursionError:
+            yield number, TraceError(number, "lists or objects nested too deeply to read")
+            continue
         try:
             yield number, _ADAPTER.validate_python(data)
+        except RecursionError:
+            yield number, TraceError(number, "invalid event: lists or objects nested too deeply")
         except ValidationError as err:
             problem = err.errors()[0]
             where = ".".join(str(p) for p in problem["loc"]) or "event"

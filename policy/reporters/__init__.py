@@ -7,8 +7,8 @@ files were checked) and returns the whole output as one string.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from policy.model.diagnostics import Diagnostic, Severity, sort_diagnostics
@@ -22,12 +22,15 @@ class LintReport:
     """Sorted by file and position, without duplicates."""
     files: int
     """How many policy sources were checked."""
+    texts: Mapping[str, str] = field(default_factory=dict)
+    """The policy and template files read, by path: the only files an excerpt may show."""
 
     @classmethod
-    def build(cls, diagnostics: Iterable[Diagnostic], files: int) -> LintReport:
+    def build(cls, diagnostics: Iterable[Diagnostic], files: int,
+              texts: Mapping[str, str] | None = None) -> LintReport:
         """Sort and de-duplicate (a base file extended by two checked files reports once)."""
         unique = list(dict.fromkeys(diagnostics))
-        return cls(diagnostics=tuple(sort_diagnostics(unique)), files=files)
+        return cls(diagnostics=tuple(sort_diagnostics(unique)), files=files, texts=dict(texts or {}))
 
     @property
     def errors(self) -> int:

@@ -14,7 +14,7 @@ that the caret still sits under the offending text.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import click
 
@@ -38,16 +38,23 @@ _SEVERITY_COLOURS = {Severity.ERROR: "red", Severity.WARNING: "yellow"}
 
 def render_text(report: LintReport, source: SourceLookup, *, color: bool = False) -> str:
     """Every diagnostic with its excerpt, a blank line between them, then the summary line."""
+    blocks = render_diagnostics(report.diagnostics, source, color=color)
+    blocks.append(_summary(report, color))
+    return "\n\n".join(blocks) + "\n"
+
+
+def render_diagnostics(diagnostics: Iterable[Diagnostic], source: SourceLookup, *,
+                       color: bool = False) -> list[str]:
+    """Each diagnostic rendered, every file's text looked up and split into lines once."""
     lines: dict[str, list[str] | None] = {}
     blocks = []
-    for diagnostic in report.diagnostics:
+    for diagnostic in diagnostics:
         file = diagnostic.span.file
         if file not in lines:
             text = source(file)
             lines[file] = None if text is None else text.split("\n")
         blocks.append(_render(diagnostic, lines[file], color))
-    blocks.append(_summary(report, color))
-    return "\n\n".join(blocks) + "\n"
+    return blocks
 
 
 def render_diagnostic(diagnostic: Diagnostic, source_text: str | None, *, color: bool = False) -> str:

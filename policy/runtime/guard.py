@@ -1,6 +1,6 @@
 """The guard: a compiled policy applied to one harness's events, with state per scope.
 
-A harness reports three events per scope (DESIGN.md, "Events and decisions"):
+A harness reports three events per scope (docs/design.md, "Events and decisions"):
 ``on_turn`` when the model answers with a batch of calls (loop layers repeat
 and frequency), ``on_call`` before one call executes (write gates) and
 ``on_result`` after it returns (signatures, error streaks, oscillation).
@@ -26,17 +26,21 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, TypeVar
 
 from policy.model.compiled import WRITING_ROLES, CompiledPolicy
-from policy.model.decision import ALLOW, SEVERITY, Decision, RuleRef
+from policy.model.decision import ALLOW, Decision, RuleRef
 from policy.model.events import Scope, ToolCall, ToolResult
-from policy.runtime.gates import check_write, file_effect
+from policy.runtime.faults import TOO_DEEP_FACTS, GuardedStore, StoreFault, too_deep
+from policy.runtime.gates import FileEffect, bounded_effect, check_write, read_local_file
 from policy.runtime.loops.detector import LoopDetector
 from policy.runtime.loops.state import MAX_OPEN_CALLS, ScopeState, drop_oldest
 from policy.runtime.output import output_reader
 from policy.runtime.signatures import diagnose, hint_decision
+from policy.runtime.workspace.base import Workspace
+from policy.runtime.workspace.local import DEFAULT_MAX_FILES, LocalWorkspace
+from policy.runtime.workspace.progress import command_mutates
+from policy.runtime.workspace.watch import FileWatch
 from policy.stores.memory import MemoryStore, Store
 
 log = logging.getLogger("policy.guard")
@@ -51,14 +55,6 @@ MAX_QUEUED = 4
 """Warnings a scope keeps for its next model request (DeerFlow's cap); the oldest go first."""
 
 
-def read_local_file(path: str) -> str | None:
-    """The default ``read_file``: the local file system; a missing or unreadable file is None."""
-    try:
-        return Path(path).read_text(encoding="utf-8", errors="surrogateescape")
-    except (OSError, ValueError):
-        return None
-
-
 class Guard:
     """Evaluates events against one compiled policy.  Build one per policy and share it."""
 
@@ -68,17 +64,22 @@ class Guard:
         *,
         read_file: ReadFile | None = None,
         store: Store | None = None,
+        workspace: Workspace | str | os.PathLike[str] | None = None,
     ) -> None:
         if not isinstance(policy, CompiledPolicy):
             from policy.language.loader import load_policy  # the language stack, only when asked to compile
 
             policy = load_policy(policy)
         self.policy = policy
-        self.read_file: ReadFile = read_file or read_local_file
+        self.workspace: Workspace | None = _local(workspace, self.policy)
+        """The files the agent works on (``workspace { … }`` in the policy says what is done with them)."""
+        self.read_file: ReadFile = read_file or _workspace_reader(self.workspace, self.policy.max_check_bytes)
         self.store: Store = store if store is not None else MemoryStore(self.policy.max_scopes)
+        self._state = GuardedStore(self.store, self.policy.name)
         self._loops = LoopDetector(self.policy)
         self._outputs = output_reader(self.policy)
         self._queues = self.policy.deliver_warnings == "next_request"
+        self._files = FileWatch(self.policy, self.read_file, self.workspace)
 
     # --- events -------------------------------------------------------------
 
@@ -164,55 +165,114 @@ class Guard:
     def _on_turn(self, calls: Sequence[ToolCall], scope: Scope) -> Decision:
         if not calls:
             return ALLOW
-        with self.store.scope(scope) as state:
-            decision = self._loops.on_turn(state, calls, render=False)
+        readable = [call for call in calls if not too_deep(call)]
+        if not readable:
+            return Decision(metadata=TOO_DEEP_FACTS)
+
+        def work(state: ScopeState) -> Decision:
+            decision = self._loops.on_turn(state, readable, render=False)
             if decision.action == "warn" and decision.call_id is not None:
-                call = calls[0] if len(calls) == 1 else next(c for c in calls if c.id == decision.call_id)
+                call = readable[0] if len(readable) == 1 else next(
+                    c for c in readable if c.id == decision.call_id)
                 entry = _stored(decision, call)
                 if self._queues:
                     _queue(state, entry)
                 else:
                     _pending(state, decision.call_id)[_WARNING] = entry
-        return decision
+            if decision.action != "stop":
+                self._files.on_turn(state.files, readable, lambda call_id: _pending(state, call_id))
+            return decision
+
+        decision = self._state.run(scope, work)
+        if isinstance(decision, StoreFault):
+            return Decision(metadata=decision.facts())
+        return decision if len(readable) == len(calls) else _with_facts(decision, TOO_DEEP_FACTS)
 
     def _on_call(self, call: ToolCall, scope: Scope) -> Decision:
+        """The gate's verdict first, from the call alone; the store only adds loop counting to it."""
         spec = self.policy.tool(call.name)
+        if spec.role == "run":
+            return self._on_command(call, scope)
         if spec.role not in WRITING_ROLES:
             return ALLOW
-        effect = file_effect(spec, call.args, self.read_file)
+        effect = bounded_effect(spec, call.args, self.read_file, self.policy.max_check_bytes)
         if effect is None:
             return ALLOW
         decision = check_write(self.policy, call, self.read_file, effect)
-        with self.store.scope(scope) as state:
-            _pending(state, call.id)[_CHANGES_FILE] = effect.changes_file
+        if too_deep(call):
+            return _with_facts(decision, TOO_DEEP_FACTS)
+        changes_file = effect.changes_file if isinstance(effect, FileEffect) else None
+
+        def work(state: ScopeState) -> Decision:
+            entry = _pending(state, call.id)
+            entry[_CHANGES_FILE] = changes_file
             if decision.action != "block":
+                if isinstance(effect, FileEffect):
+                    entry.update(self._files.write_pending(effect, decision))
                 return decision
-            rejection = ToolResult(content=decision.hint or "", status="error")
-            error_key = ("gate", {"gate": decision.rule.name if decision.rule else "",
-                                  "path": str(decision.metadata.get("path", "")),
-                                  "message": str(decision.metadata.get("message", ""))})
-            streak = self._delivered(state, self._loops.on_result(
-                state, call, rejection, failed=True, error_key=error_key, state_changed=False))
-            warning = state.pending.pop(call.id, {}).get(_WARNING)
+            return self._blocked(state, call, decision)
+
+        combined = self._state.run(scope, work)
+        return _with_facts(decision, combined.facts()) if isinstance(combined, StoreFault) else combined
+
+    def _on_command(self, call: ToolCall, scope: Scope) -> Decision:
+        """A command's own writes gated; the workspace noted before it runs."""
+        command = self.policy.tool(call.name).arg("command", call.args)
+        check = self._files.check_command(call, command) if isinstance(command, str) else None
+        if (check is None and not self._files.needs_snapshot(call)) or too_deep(call):
+            return check.decision if check is not None else ALLOW
+        decision = check.decision if check is not None else ALLOW
+
+        def work(state: ScopeState) -> Decision:
+            if decision.action == "block":
+                return self._blocked(state, call, decision)
+            entry = _pending(state, call.id)
+            if check is not None:
+                entry.update(check.pending)
+            self._files.before_run(state.files, entry)
+            return decision
+
+        combined = self._state.run(scope, work)
+        return _with_facts(decision, combined.facts()) if isinstance(combined, StoreFault) else combined
+
+    def _blocked(self, state: ScopeState, call: ToolCall, decision: Decision) -> Decision:
+        """A blocked call is a failed result for the error streak; its pending warning goes with it."""
+        rejection = ToolResult(content=decision.hint or "", status="error")
+        error_key = ("gate", {"gate": decision.rule.name if decision.rule else "",
+                              "path": str(decision.metadata.get("path", "")),
+                              "message": str(decision.metadata.get("message", ""))})
+        streak = self._delivered(state, self._loops.on_result(
+            state, call, rejection, failed=True, error_key=error_key, state_changed=False))
+        warning = state.pending.pop(call.id, {}).get(_WARNING)
         return _combine([decision, streak, self._restore(warning)])
 
     def _on_result(self, call: ToolCall, result: ToolResult, scope: Scope) -> Decision:
+        """The signature hint first, from the result alone; the store adds loops and pending warnings."""
         output = self._outputs.read(result.content)
         diagnosis = diagnose(self.policy, call, result, output)
-        signature = hint_decision(self.policy, call, result, diagnosis)
-        with self.store.scope(scope) as state:
+        signature = hint_decision(self.policy, call, result, diagnosis, self.read_file)
+        if too_deep(call):
+            return _with_facts(signature, TOO_DEEP_FACTS)
+        after = self._files.snapshot() if self._files.needs_snapshot(call) else None
+
+        def work(state: ScopeState) -> Decision:
             pending = state.pending.pop(call.id, {})
-            changed = self._state_changed(call, diagnosis.failed, pending.get(_CHANGES_FILE))
+            files, progress = self._files.on_result(state.files, call, pending, diagnosis.failed, after)
+            changed = progress if progress is not None else self._state_changed(
+                call, diagnosis.failed, pending.get(_CHANGES_FILE))
             error_key = diagnosis.key if diagnosis.failed else None
             loops = self._delivered(state, self._loops.on_result(
                 state, call, result, failed=diagnosis.failed, error_key=error_key, state_changed=changed,
                 output=output))
-        return _combine([self._restore(pending.get(_WARNING)), loops, signature])
+            return _combine([self._restore(pending.get(_WARNING)), loops, signature, *files])
+
+        combined = self._state.run(scope, work)
+        return _with_facts(signature, combined.facts()) if isinstance(combined, StoreFault) else combined
 
     def _delivered(self, state: ScopeState, decision: Decision) -> Decision:
         """A result's loop decision for its call; a warning goes to the queue under ``next_request``."""
         if decision.action == "warn" and self._queues:
-            _queue(state, decision.to_dict())
+            _queue(state, decision.to_state())
             return ALLOW
         return decision
 
@@ -220,11 +280,7 @@ class Guard:
         """A stored warning back as a decision, rendered now if it was stored without its text."""
         if not data:
             return ALLOW
-        kind, _, name = (data.get("rule") or "").partition(" ")
-        decision = Decision(
-            action=data["action"], rule=RuleRef(kind, name) if kind else None, hint=data.get("hint"),
-            call_id=data.get("call_id"), signature=data.get("signature"), captures=data.get("captures") or {},
-            metadata=data.get("metadata") or {})
+        decision = Decision.from_state(data)
         if decision.hint is None and "tool" in data:
             call = ToolCall(id=decision.call_id or "", name=data["tool"], args=data.get("args") or {})
             decision = self._loops.render(decision, call)
@@ -237,9 +293,9 @@ class Guard:
         spec = self.policy.tool(call.name)
         if spec.role in WRITING_ROLES:
             return changes_file is not False
-        if spec.role == "run" and spec.mutates_when is not None:
+        if spec.role == "run":
             command = spec.arg("command", call.args)
-            return isinstance(command, str) and spec.mutates_when.search(command) is not None
+            return isinstance(command, str) and command_mutates(spec, command)
         return False
 
     def _guarded(self, event: str, evaluate: Callable[[], Decision]) -> Decision:
@@ -258,6 +314,35 @@ class Guard:
         return Decision(action="allow", rule=_INTERNAL, metadata=fault)
 
 
+def _local(workspace: Workspace | str | os.PathLike[str] | None, policy: CompiledPolicy) -> Workspace | None:
+    """A root folder as a ``LocalWorkspace`` bounded by the policy's ``max_files``."""
+    if not isinstance(workspace, str | os.PathLike):
+        return workspace
+    rule = policy.workspace
+    return LocalWorkspace(workspace, max_files=rule.max_files if rule is not None else DEFAULT_MAX_FILES)
+
+
+def _workspace_reader(workspace: Workspace | None, limit: int) -> ReadFile:
+    """The write gates' reader: the workspace's files (relative paths from its root), else the disk."""
+    if workspace is None:
+        return lambda path: read_local_file(path, limit)
+    if isinstance(workspace, LocalWorkspace):
+        root = workspace.root
+        return lambda path: read_local_file(os.path.join(root, path), limit)
+    reader = workspace
+
+    def read(path: str) -> str | None:
+        relative = reader.relative(path)
+        return reader.read(relative) if relative is not None else None
+
+    return read
+
+
+def _with_facts(decision: Decision, facts: dict[str, Any]) -> Decision:
+    """The decision with ``facts`` added to its metadata (an allow keeps its call id and rule)."""
+    return decision._replace(metadata={**decision.metadata, **facts})
+
+
 def _pending(state: ScopeState, call_id: str) -> dict[str, Any]:
     """What waits for this call's result; the oldest calls' entries go first (their results
     may never come) once ``MAX_OPEN_CALLS`` calls have some."""
@@ -269,7 +354,8 @@ def _pending(state: ScopeState, call_id: str) -> dict[str, Any]:
 def _stored(decision: Decision, call: ToolCall) -> dict[str, Any]:
     """A turn's unrendered warning as stored until delivery: the decision and the call it concerns.
     (A loop decision has no signature or captures, and its metadata is its own fresh dict.)"""
-    return {"action": decision.action, "rule": str(decision.rule), "call_id": decision.call_id,
+    rule = decision.rule.to_state() if decision.rule is not None else None
+    return {"action": decision.action, "rule": rule, "call_id": decision.call_id,
             "metadata": decision.metadata, "tool": call.name, "args": call.args}
 
 
@@ -289,7 +375,7 @@ def _combine(decisions: list[Decision]) -> Decision:
         fired = [d for d in fired if d.action != "warn"]
     if not fired:
         return ALLOW
-    ordered = sorted(fired, key=lambda d: -SEVERITY[d.action])
+    ordered = sorted(fired, key=lambda d: -d.severity)
     lead = ordered[0]
     if len(ordered) == 1:
         return lead

@@ -114,11 +114,6 @@ def output_reader(policy: CompiledPolicy) -> OutputReader:
     return OutputReader(policy)
 
 
-def read_output(policy: CompiledPolicy, content: Any) -> Output:
-    """Read one output with the policy's patterns."""
-    return output_reader(policy).read(content)
-
-
 def scanned_tail(text: str, limit: int) -> bytes:
     """The last ``limit`` bytes of ``text`` as UTF-8 (CRLF read as LF), cut as
     ``last_bytes`` cuts.  Costs O(limit) whatever the length of ``text``."""

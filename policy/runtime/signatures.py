@@ -1,8 +1,11 @@
 """Error signatures: which known failure a tool result shows, and the hint for it.
 
 The output is read once (``policy.runtime.output``): its tail, and one pass of an
-RE2 set that tells which signatures match it.  Only the winner, the first of
-them in policy order, is searched again, for its captures and position.
+RE2 set that tells which signatures match it.  Only the winner is searched again,
+for its captures and position: the first of them in policy order, except that the
+final error wins.  When the tail holds more than one Python traceback (a chained
+one: "During handling of the above exception…"), a signature that matches only
+before the last traceback yields to one that matches from there on.
 """
 
 from __future__ import annotations
@@ -15,18 +18,22 @@ from policy.model.decision import Decision
 from policy.model.events import ToolCall, ToolResult
 from policy.model.hint_template import COMMON_VARIABLES, truncate_middle
 from policy.model.per_policy import per_policy
-from policy.model.re2_spans import group_text
+from policy.model.re2_spans import Spans, group_text
 from policy.model.variables import HintVariables
+from policy.runtime.exit_status import by_design, may_be_by_design, reported_status
+from policy.runtime.module_origin import ReadFile, module_origin
 from policy.runtime.output import Output, decode, last_bytes, output_reader
 
 ERROR_PREFIX = "Error:"
 """A result whose text starts with this is failed, whatever its status."""
-HEAD_CHARS = 256
+ERROR_PREFIX_WINDOW = 256
 """How much of an output's start is looked at for ``ERROR_PREFIX``."""
 CAPTURE_LIMIT = 200
 """Longest capture kept (longer ones keep their start and end)."""
 ERROR_TEXT_LIMIT = 1024
 """Bytes of a failed output's tail that identify an error no signature names."""
+TRACEBACK_HEADER = b"Traceback (most recent call last):"
+"""Where a Python traceback starts: the last one in an output holds its final error."""
 EXCERPT_CONTEXT_LINES = 1
 EXCERPT_MAX_LINES = 8
 EXCERPT_LINE_LIMIT = 240
@@ -68,46 +75,68 @@ def diagnose(
     policy: CompiledPolicy, call: ToolCall, result: ToolResult, output: Output | None = None
 ) -> Diagnosis:
     """Diagnose one tool result: failed or not, and the signature it shows.  ``output`` is
-    the result's content as ``policy.runtime.output.read_output`` read it (read here when None)."""
+    the result's content as ``policy.runtime.output.OutputReader.read`` read it (read here when None)."""
     if output is None:
         output = output_reader(policy).read(result.content)
     tail = output.tail
     failed = _is_failed(policy, call, result, output)
     signatures = policy.signatures
     matching = [i for i in sorted(output.signatures) if _applies(signatures[i], failed, call.name)]
-    for position, signature in enumerate(matching):
-        rule = signatures[signature]
-        spans = rule.pattern.spans(tail)
+    final = max(tail.rfind(TRACEBACK_HEADER), 0)
+    winner: tuple[int, Spans] | None = None
+    yielded: tuple[int, Spans] | None = None
+    missed: set[int] = set()
+    for index in matching:
+        spans = signatures[index].pattern.spans(tail)
         if spans is None:  # the set and the pattern disagree: trust the pattern
+            missed.add(index)
             continue
-        captures = {
-            name: truncate_middle(decode(value), CAPTURE_LIMIT)
-            for name, group in _capture_groups(policy)[signature]
-            if (value := group_text(tail, spans[group])) is not None
-        }
-        return Diagnosis(
-            failed=failed,
-            signature=rule,
-            captures=captures,
-            matches=tuple(signatures[i].ref.name for i in matching[position:]),
-            key=(rule.ref.name, *(captures.get(name, "") for name in rule.key)),
-            tail=tail,
-            span=spans[0],
-        )
-    return Diagnosis(failed=failed, key=("text", _error_text(policy, output)) if failed else (), tail=tail)
+        if spans[0][1] <= final:  # it matched before the final traceback: does it match in it?
+            later = signatures[index].pattern.spans(tail, final)
+            if later is None:
+                yielded = yielded or (index, spans)
+                continue
+            spans = later
+        winner = (index, spans)
+        break
+    winner = winner or yielded
+    if winner is None:
+        key = ("text", _error_text(policy, output)) if failed else ()
+        return Diagnosis(failed=failed, key=key, tail=tail)
+    index, spans = winner
+    rule = signatures[index]
+    captures = {
+        name: truncate_middle(decode(value), CAPTURE_LIMIT)
+        for name, group in _capture_groups(policy)[index]
+        if (value := group_text(tail, spans[group])) is not None
+    }
+    return Diagnosis(
+        failed=failed,
+        signature=rule,
+        captures=captures,
+        matches=tuple(signatures[i].ref.name for i in matching if i not in missed),
+        key=(rule.ref.name, *(captures.get(name, "") for name in rule.key)),
+        tail=tail,
+        span=spans[0],
+    )
 
 
 def hint_decision(
-    policy: CompiledPolicy, call: ToolCall, result: ToolResult, diagnosis: Diagnosis
+    policy: CompiledPolicy, call: ToolCall, result: ToolResult, diagnosis: Diagnosis,
+    read_file: ReadFile | None = None,
 ) -> Decision:
     """The decision for a diagnosed result: the winning signature's action and rendered
-    hint, or allow when no signature matched."""
+    hint, or allow when no signature matched.  ``read_file`` is the guard's reader, for
+    the hint variables that look at the workspace (``module_origin``)."""
     rule = diagnosis.signature
     if rule is None:
         return Decision(call_id=call.id)
     hint = None
+    metadata: dict[str, Any] = {"matches": list(diagnosis.matches), "failed": diagnosis.failed}
     if rule.hint is not None:
-        hint = rule.hint.render(hint_variables(policy, call, result, diagnosis, rule))
+        rendered = rule.hint.render_checked(hint_variables(policy, call, result, diagnosis, rule, read_file))
+        hint = rendered.text
+        metadata.update(rendered.facts())
     return Decision(
         action=rule.action,
         rule=rule.ref,
@@ -115,12 +144,13 @@ def hint_decision(
         signature=rule.ref.name,
         captures=dict(diagnosis.captures),
         hint=hint,
-        metadata={"matches": list(diagnosis.matches), "failed": diagnosis.failed},
+        metadata=metadata,
     )
 
 
 def hint_variables(
-    policy: CompiledPolicy, call: ToolCall, result: ToolResult, diagnosis: Diagnosis, rule: SignatureRule
+    policy: CompiledPolicy, call: ToolCall, result: ToolResult, diagnosis: Diagnosis, rule: SignatureRule,
+    read_file: ReadFile | None = None,
 ) -> HintVariables:
     """The variables of a signature's hint: every named group of the pattern (None
     when it did not take part, so that ``{% if port %}`` works), then the signature
@@ -129,7 +159,17 @@ def hint_variables(
         name: diagnosis.captures.get(name) for name in rule.pattern.groups if name not in COMMON_VARIABLES
     }
     values.update(signature=rule.ref.name, captures=dict(diagnosis.captures), status=result.status)
-    lazy = {"excerpt": lambda: diagnosis.excerpt, "output": lambda: decode(diagnosis.tail)}
+
+    def origin() -> str | None:
+        module = diagnosis.captures.get("module")
+        if module is None:
+            return None
+        command = policy.tool(call.name).arg("command", call.args)
+        return module_origin(module, decode(diagnosis.tail), command if isinstance(command, str) else "",
+                             read_file)
+
+    lazy = {"excerpt": lambda: diagnosis.excerpt, "output": lambda: decode(diagnosis.tail),
+            "module_origin": origin}
     return HintVariables(policy.name, rule.ref, rule.action, call, values, lazy)
 
 
@@ -162,12 +202,28 @@ def excerpt(text: bytes, start: int, end: int) -> str:
 
 
 def _is_failed(policy: CompiledPolicy, call: ToolCall, result: ToolResult, output: Output) -> bool:
-    if result.status == "error":
+    """Failed: an error status, an ``Error:`` start, the tool's ``fails_when``, or, for a
+    tool that runs commands, a non-zero exit status the output reports; except a status
+    the command returns by design (``grep`` found nothing) with no error in the output."""
+    spec = policy.tool(call.name)
+    failed = (
+        result.status == "error"
+        or output.text[:ERROR_PREFIX_WINDOW].lstrip().startswith(ERROR_PREFIX)
+        or (spec.fails_when is not None and spec.fails_when.spans(output.tail) is not None)
+    )
+    if spec.role != "run":
+        return failed
+    reported = reported_status(output.text)
+    if reported is not None and reported.code != 0:
+        failed = True
+    if not failed:
+        return False
+    command = (reported.command if reported is not None else None) or spec.arg("command", call.args)
+    if not isinstance(command, str) or not may_be_by_design(command):
         return True
-    if output.text[:HEAD_CHARS].lstrip().startswith(ERROR_PREFIX):
-        return True
-    fails_when = policy.tool(call.name).fails_when
-    return fails_when is not None and fails_when.spans(output.tail) is not None
+    code = reported.code if reported is not None else None
+    named = any(policy.signatures[i].on_error_only for i in output.signatures)
+    return not by_design(command, code, decode(output.tail), named)
 
 
 def _error_text(policy: CompiledPolicy, output: Output) -> str:

@@ -18,6 +18,11 @@ runs, under the per-user state folder.
 - Stale sessions expire: a file untouched for ``ttl`` seconds reads as empty,
   and such files are removed whenever a new session file is created.
 
+- Nothing can be planted: the folder is used only when it is the user's own
+  and no one else may write it, session files are never opened through a
+  symlink, and text UTF-8 cannot encode (lone surrogates) is kept as JSON
+  escapes rather than failing the save.
+
 POSIX only (``fcntl``).
 """
 
@@ -37,12 +42,15 @@ from pathlib import Path
 from typing import Any
 
 from policy.model.events import Scope
-from policy.resources import user_state_dir
+from policy.resources import private_folder, user_state_dir
 from policy.runtime.loops.state import ScopeState, drop_oldest
 
 log = logging.getLogger("policy.file_store")
 
 FORMAT_VERSION = 1
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+"""A session file is never opened through a symlink (one planted in the folder would aim the lock
+and the write at another file)."""
 _SUFFIX = ".json"
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
@@ -64,12 +72,23 @@ class FileStore:
     ) -> None:
         if max_sessions < 1 or max_file_bytes < 1024 or max_pending < 0 or ttl <= 0:
             raise ValueError("FileStore limits must be positive (max_file_bytes at least 1024)")
-        self.directory = Path(directory) if directory is not None else user_state_dir() / "sessions"
-        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._directory = Path(directory) if directory is not None else None
+        self._checked = False
         self.max_sessions = max_sessions
         self.max_file_bytes = max_file_bytes
         self.max_pending = max_pending
         self.ttl = ttl
+
+    @property
+    def directory(self) -> Path:
+        """The session folder, created 0700 on first use; raises ``UnsafeFolder`` (an ``OSError``)
+        when another user owns it or others may write it."""
+        if self._directory is None:
+            self._directory = user_state_dir() / "sessions"
+        if not self._checked:
+            private_folder(self._directory)
+            self._checked = True
+        return self._directory
 
     # --- the Store protocol -----------------------------------------------------
 
@@ -141,7 +160,7 @@ class FileStore:
     @contextlib.contextmanager
     def _locked(self, path: Path, *, create: bool) -> Iterator[int | None]:
         """An exclusively locked descriptor of the file ``path`` names now (None: no such file)."""
-        flags = os.O_RDWR | (os.O_CREAT if create else 0)
+        flags = os.O_RDWR | _NOFOLLOW | (os.O_CREAT if create else 0)
         while True:
             try:
                 fd = os.open(path, flags, 0o600)
@@ -168,9 +187,9 @@ class FileStore:
         data = json.dumps({"v": FORMAT_VERSION, "runs": runs}, ensure_ascii=True, separators=(",", ":"))
         temporary = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
         try:
-            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
             with os.fdopen(fd, "wb") as handle:
-                handle.write(data.encode("utf-8"))
+                handle.write(data.encode("ascii"))
             os.replace(temporary, path)
         finally:
             temporary.unlink(missing_ok=True)
@@ -213,8 +232,8 @@ class FileStore:
     def _remove_if_idle(self, path: Path) -> None:
         """Remove a session file unless a process holds it right now."""
         try:
-            fd = os.open(path, os.O_RDWR)
-        except FileNotFoundError:
+            fd = os.open(path, os.O_RDWR | _NOFOLLOW)
+        except (FileNotFoundError, OSError):
             return
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -11,15 +11,12 @@ evaluation itself.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from contextlib import AbstractContextManager
 from typing import Protocol
 
 from policy.model.events import Scope
 from policy.runtime.loops.state import ScopeState
-
-ScopeKey = tuple[str, str]
-"""(thread id, run id)."""
+from policy.stores.lru import LruDict
 
 
 class Store(Protocol):
@@ -42,10 +39,6 @@ class Store(Protocol):
         ...
 
 
-def scope_key(scope: Scope) -> ScopeKey:
-    return (scope.thread_id, scope.run_id or "")
-
-
 class MemoryStore:
     """Scopes in one process's memory, at most ``max_scopes`` of them (the least recently used go).
 
@@ -60,18 +53,17 @@ class MemoryStore:
         if max_scopes < 1:
             raise ValueError(f"max_scopes must be at least 1, not {max_scopes}")
         self.max_scopes = max_scopes
-        self._states: OrderedDict[ScopeKey, ScopeState] = OrderedDict()
+        self._states: LruDict[tuple[str, str], ScopeState] = LruDict(max_scopes)
         self._lru_lock = threading.Lock()
         self._scope_locks = tuple(threading.RLock() for _ in range(self.LOCK_STRIPES))
 
     def scope(self, scope: Scope) -> AbstractContextManager[ScopeState]:
-        key = scope_key(scope)
+        key = scope.key
         return _Checkout(self, key, self._scope_locks[hash(key) % self.LOCK_STRIPES])
 
     def drop_thread(self, thread_id: str) -> None:
         with self._lru_lock:
-            for key in [key for key in self._states if key[0] == thread_id]:
-                del self._states[key]
+            self._states.pop_where(lambda key: key[0] == thread_id)
 
     def drop_all(self) -> None:
         with self._lru_lock:
@@ -80,16 +72,9 @@ class MemoryStore:
     def __len__(self) -> int:
         return len(self._states)
 
-    def _checkout(self, key: ScopeKey) -> ScopeState:
+    def _checkout(self, key: tuple[str, str]) -> ScopeState:
         with self._lru_lock:
-            state = self._states.get(key)
-            if state is not None:
-                self._states.move_to_end(key)
-                return state
-            state = self._states[key] = ScopeState()
-            while len(self._states) > self.max_scopes:
-                self._states.popitem(last=False)
-            return state
+            return self._states.get_or_put(key, ScopeState)
 
 
 class _Checkout:
@@ -97,7 +82,7 @@ class _Checkout:
 
     __slots__ = ("_key", "_lock", "_store")
 
-    def __init__(self, store: MemoryStore, key: ScopeKey, lock: threading.RLock) -> None:
+    def __init__(self, store: MemoryStore, key: tuple[str, str], lock: threading.RLock) -> None:
         self._store = store
         self._key = key
         self._lock = lock

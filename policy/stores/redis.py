@@ -7,6 +7,16 @@ lock is still ours, so two workers never interleave updates of one scope;
 the lock is released by a compare-and-delete script (never someone else's).
 An exception inside the block saves nothing.
 
+Faults cost seconds, not calls: ``RedisStore.from_url`` builds a client with
+short connect and command timeouts and no retries; after a connection fault
+the store answers ``StoreUnavailableError`` at once for ``retry_seconds`` (a
+circuit breaker: a dead server costs one timeout per interval, not one per
+call); a lock lease is ``lock_seconds`` (2 s), so a worker killed while holding
+a scope delays that scope by at most that long.  An epoch key, set once per
+prefix, tells a server that lost its data (a restart without persistence, a
+flush) from one that never had it: the loss is logged at WARNING.  Text that
+UTF-8 cannot encode (lone surrogates) is kept as JSON escapes.
+
 Bounded: states expire ``ttl_seconds`` after their last use, and at most
 ``max_scopes`` are kept (the least recently used go).  A set per thread lists
 its run scopes for ``drop_thread``.  Written for a standalone Redis (the
@@ -62,6 +72,10 @@ return 1
 """
 
 
+class StoreUnavailableError(ConnectionError):
+    """The server did not answer lately; the store does not try again before ``retry_seconds``."""
+
+
 class StoreBusyError(TimeoutError):
     """Another worker held a scope's lock for longer than the store waits."""
 
@@ -80,10 +94,11 @@ class RedisStore:
         prefix: str = "policyctl",
         ttl_seconds: int = 86400,
         max_scopes: int = 100_000,
-        lock_seconds: float = 30.0,
-        wait_seconds: float = 10.0,
+        lock_seconds: float = 2.0,
+        wait_seconds: float = 3.0,
+        retry_seconds: float = 5.0,
     ) -> None:
-        if ttl_seconds < 1 or max_scopes < 1 or lock_seconds <= 0 or wait_seconds < 0:
+        if ttl_seconds < 1 or max_scopes < 1 or lock_seconds <= 0 or wait_seconds < 0 or retry_seconds < 0:
             raise ValueError("RedisStore: ttl_seconds, max_scopes and lock_seconds must be positive")
         self.client = client
         self.prefix = prefix
@@ -91,27 +106,59 @@ class RedisStore:
         self.max_scopes = max_scopes
         self.lock_seconds = lock_seconds
         self.wait_seconds = wait_seconds
+        self.retry_seconds = retry_seconds
         self._release = client.register_script(_RELEASE)
         self._save = client.register_script(_SAVE)
         self._scopes_key = f"{prefix}:scopes"
+        self._epoch_key = f"{prefix}:epoch"
+        self._epoch: str | None = None
+        self._down_until = 0.0
+
+    @classmethod
+    def from_url(cls, url: str, *, connect_timeout: float = 0.5, command_timeout: float = 1.0,
+                 **options: Any) -> RedisStore:
+        """A store on a new client for ``url`` that gives up quickly: short timeouts, no retries."""
+        import redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        client = redis.Redis.from_url(url, socket_connect_timeout=connect_timeout,
+                                      socket_timeout=command_timeout, retry=Retry(NoBackoff(), 0))
+        return cls(client, **options)
 
     @contextmanager
     def scope(self, scope: Scope) -> Iterator[ScopeState]:
         """Exclusive access to the scope's state across every worker; saved when the block ends normally."""
-        key = self.state_key(scope)
-        lock = f"{key}:lock"
-        token = self._acquire(lock)
+        with self._connection():
+            key = self.state_key(scope)
+            lock = f"{key}:lock"
+            token = self._acquire(lock)
+            try:
+                state = self._load(key)
+                yield state
+                saved = self._save(
+                    keys=[lock, key, self._thread_key(scope.thread_id), self._scopes_key],
+                    args=[token, _encoded(state.to_json()), self.ttl_seconds, time.time(), self.max_scopes],
+                )
+                if not saved:
+                    raise LockLostError(f"the lock of {key} expired after {self.lock_seconds}s; not saved")
+            finally:
+                self._release(keys=[lock], args=[token])
+
+    @contextmanager
+    def _connection(self) -> Iterator[None]:
+        """The circuit breaker: refuse at once while the server is known down; note a new fault."""
+        from redis.exceptions import ConnectionError as RedisConnectionError
+        from redis.exceptions import TimeoutError as RedisTimeoutError
+
+        if time.monotonic() < self._down_until:
+            raise StoreUnavailableError(f"Redis did not answer; next try within {self.retry_seconds:g}s")
         try:
-            state = self._load(key)
-            yield state
-            saved = self._save(
-                keys=[lock, key, self._thread_key(scope.thread_id), self._scopes_key],
-                args=[token, state.to_json(), self.ttl_seconds, time.time(), self.max_scopes],
-            )
-            if not saved:
-                raise LockLostError(f"the lock of scope {key} expired after {self.lock_seconds}s; not saved")
-        finally:
-            self._release(keys=[lock], args=[token])
+            yield
+        except (RedisConnectionError, RedisTimeoutError, OSError) as err:
+            if not isinstance(err, StoreBusyError | StoreUnavailableError):
+                self._down_until = time.monotonic() + self.retry_seconds
+            raise
 
     def drop_thread(self, thread_id: str) -> None:
         thread_key = self._thread_key(thread_id)
@@ -137,10 +184,23 @@ class RedisStore:
         return int(self.client.zcount(self._scopes_key, time.time() - self.ttl_seconds, "+inf"))
 
     def state_key(self, scope: Scope) -> str:
-        return f"{self.prefix}:state:{quote(scope.thread_id, safe='')}:{quote(scope.run_id or '', safe='')}"
+        return f"{self.prefix}:state:{_quoted(scope.thread_id)}:{_quoted(scope.run_id or '')}"
 
     def _thread_key(self, thread_id: str) -> str:
-        return f"{self.prefix}:thread:{quote(thread_id, safe='')}"
+        return f"{self.prefix}:thread:{_quoted(thread_id)}"
+
+    def _check_epoch(self, epoch: Any) -> None:
+        """Set the epoch when the server has none; log when it lost the one this store saw."""
+        if isinstance(epoch, bytes):
+            epoch = epoch.decode("ascii", "replace")
+        if epoch is None:
+            self.client.set(self._epoch_key, secrets.token_hex(8), nx=True)
+            epoch = self.client.get(self._epoch_key)
+            epoch = epoch.decode("ascii", "replace") if isinstance(epoch, bytes) else epoch
+        if self._epoch is not None and epoch != self._epoch:
+            log.warning("Redis lost the loop state under %s (restarted without persistence, or flushed): "
+                        "loop counting starts afresh for every scope", self.prefix)
+        self._epoch = epoch
 
     def _acquire(self, lock: str) -> str:
         token = secrets.token_hex(16)
@@ -154,7 +214,8 @@ class RedisStore:
         return token
 
     def _load(self, key: str) -> ScopeState:
-        raw: Any = self.client.get(key)
+        raw, epoch = self.client.mget(key, self._epoch_key)
+        self._check_epoch(epoch)
         if raw is None:
             return ScopeState()
         try:
@@ -162,6 +223,15 @@ class RedisStore:
         except ValueError as err:
             log.warning("discarding unreadable state of %s: %s", key, err)
             return ScopeState()
+
+
+def _quoted(name: str) -> str:
+    return quote(name, safe="", errors="surrogatepass")
+
+
+def _encoded(text: str) -> bytes:
+    """JSON text as UTF-8; a lone surrogate (only ever in a JSON string) becomes its ``\\uXXXX`` escape."""
+    return text.encode("utf-8", "backslashreplace")
 
 
 def _glob_escaped(text: str) -> str:

@@ -132,18 +132,17 @@ def _sources(metafunc: pytest.Metafunc) -> list[str]:
 
 def _load(config: pytest.Config, source: str) -> CompiledPolicy:
     """Load once per session; errors become a collection error with the diagnostics."""
-    from policy.language.loader import load_policy, source_text
-    from policy.model.diagnostics import PolicyError
-    from policy.reporters.text import render_diagnostic
+    from policy.language.loader import check_policy
+    from policy.reporters.text import render_diagnostics
 
     cache = config.stash.setdefault(_POLICIES, {})
     key = source if source.startswith("builtin:") else str(Path(source).resolve())
     if key not in cache:
-        try:
-            cache[key] = load_policy(source)
-        except PolicyError as err:
-            shown = "\n\n".join(render_diagnostic(d, source_text(d.span.file)) for d in err.diagnostics)
-            raise PolicyLoadError(f"policy {source} has errors:\n\n{shown}") from None
+        result = check_policy(source)
+        if result.policy is None:
+            shown = "\n\n".join(render_diagnostics(result.diagnostics, result.texts.get))
+            raise PolicyLoadError(f"policy {source} has errors:\n\n{shown}")
+        cache[key] = result.policy
     return cache[key]
 
 

@@ -3,6 +3,9 @@
 Semantics of the steps (``docs/language.md``, "Tests"):
 
 - ``file PATH CONTENT`` puts a file into the session's virtual file system;
+  written after a call and before its result, it is what the call left in
+  that file, and the test runs with the virtual files as the guard's
+  workspace (sweeps and workspace progress, as in a trace with ``files``);
 - ``call`` / ``turn`` run the loop layers over the batch, then each call's
   write gates; an allowed write changes the virtual files once its result is ok;
 - ``result ok|error TEXT`` is the result of the most recent call (for a turn,
@@ -25,7 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from policy.model.compiled import CompiledPolicy, PolicyTest, TestStep
-from policy.model.decision import ALLOW, Decision
+from policy.model.decision import ALLOW, Decision, most_severe
 from policy.model.events import Scope, ToolCall, ToolResult
 from policy.replay.harness import Outcome, Session
 
@@ -88,7 +91,7 @@ def run_tests(policy: CompiledPolicy, tests: Iterable[PolicyTest] | None = None)
 
 def run_test(policy: CompiledPolicy, test: PolicyTest) -> PolicyTestResult:
     """Run one test in a fresh session with its own virtual file system."""
-    run = _Run(policy)
+    run = _Run(policy, workspace=_describes_effects(test))
     failures: list[StepFailure] = []
     with _render_errors() as errors:
         for step in test.steps:
@@ -98,6 +101,19 @@ def run_test(policy: CompiledPolicy, test: PolicyTest) -> PolicyTestResult:
             failures.extend(StepFailure(step, "every hint renders", actual=error) for error in errors)
             errors.clear()
     return PolicyTestResult(policy=policy, test=test, failures=tuple(failures), calls=run.records())
+
+
+def _describes_effects(test: PolicyTest) -> bool:
+    """Does a ``file`` step come between a call and its result (what the call left in a file)?"""
+    awaiting = False
+    for step in test.steps:
+        if step.kind == "turn":
+            awaiting = True
+        elif step.kind == "result":
+            awaiting = False
+        elif step.kind == "file" and awaiting:
+            return True
+    return False
 
 
 def describe_decision(decision: Decision) -> str:
@@ -129,8 +145,11 @@ def _quote(text: str, limit: int = 80) -> str:
 class _Run:
     """The state of one running test: the session, the latest turn, calls awaiting a result."""
 
-    def __init__(self, policy: CompiledPolicy) -> None:
-        self.session = Session(policy)
+    def __init__(self, policy: CompiledPolicy, *, workspace: bool = False) -> None:
+        self.session = Session(policy, workspace=workspace)
+        self.workspace = workspace
+        self.effects: dict[str, str | None] = {}
+        """Files the awaited call leaves, given to its result."""
         self.scope = Scope(thread_id="policy-test", run_id="run")
         self.outcomes: list[Outcome] = []
         self.latest_turn: list[Outcome] = []
@@ -141,7 +160,10 @@ class _Run:
 
     def step(self, step: TestStep) -> StepFailure | None:
         if step.kind == "file":
-            self.session.files.files[step.path or ""] = step.content or ""
+            if self.workspace and self.awaiting:
+                self.effects[step.path or ""] = step.content or ""
+            else:
+                self.session.files.put(step.path or "", step.content or "")
             return None
         if step.kind == "turn":
             self._turn(step)
@@ -184,7 +206,8 @@ class _Run:
         self.awaiting.remove(outcome)
         if outcome.executed and not self.session.is_stopped(self.scope):
             self.results[outcome.call.id] = result
-            self.session.result(outcome.call.id, result, self.scope)
+            effects, self.effects = self.effects, {}
+            self.session.result(outcome.call.id, result, self.scope, effects)
 
     def _expect(self, step: TestStep) -> StepFailure | None:
         if not self.latest_turn:
@@ -204,11 +227,8 @@ class _Run:
 
     def _decision(self, outcome: Outcome) -> Decision:
         """The most severe of the call's turn, call and result decisions (ties: the latest)."""
-        best = ALLOW
-        for decision in (outcome.turn, *(d for _, d in outcome.decisions)):
-            if decision.action != "allow" and decision.severity >= best.severity:
-                best = decision
-        return best
+        best = most_severe((outcome.turn, *(d for _, d in outcome.decisions)), latest=True)
+        return ALLOW if best is None else best
 
 
 class _Collect(logging.Handler):

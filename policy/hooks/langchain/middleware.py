@@ -37,7 +37,7 @@ import inspect
 import logging
 import os
 import threading
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -50,7 +50,6 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime, get_runtime
 from langgraph.types import Command
 
-from policy.hooks.bounded import LruDict
 from policy.hooks.delivery import decision_text, stop_reason
 from policy.hooks.langchain.messages import (
     annotated_tool_message,
@@ -62,7 +61,11 @@ from policy.hooks.langchain.scope import RunScopes
 from policy.model.compiled import CompiledPolicy
 from policy.model.decision import Decision
 from policy.model.events import Scope, ToolCall, ToolResult
+from policy.runtime.gates.bounds import read_local_file
 from policy.runtime.guard import Guard
+from policy.runtime.workspace.base import Workspace
+from policy.runtime.workspace.listed import ListedWorkspace
+from policy.stores.lru import LruDict
 from policy.stores.memory import MemoryStore, Store
 
 log = logging.getLogger("policy.hooks.langchain")
@@ -74,6 +77,9 @@ ReadFile = Callable[[str], "str | None"] | Callable[[Any, str], "str | None"]
 """``read_file(path)``, or ``read_file(runtime, path)`` for readers that need the tool's runtime
 (DeerFlow's sandbox reader).  ``None`` or ``FileNotFoundError``: the file does not exist."""
 
+ListFiles = Callable[[], Iterable[Sequence[Any]]] | Callable[[Any], Iterable[Sequence[Any]]]
+"""``list_files()``, or ``list_files(runtime)`` for a lister that needs the tool's runtime."""
+
 _tool_runtime: contextvars.ContextVar[Any] = contextvars.ContextVar("policy_tool_runtime", default=None)
 
 
@@ -84,7 +90,11 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ``read_file``: how a write gate reads the file a call would change (default:
     the local file system).  ``store``: where per-scope state lives (default: in
     memory, bounded by the policy's ``max_scopes``; pass a shared store when
-    several workers serve one run).
+    several workers serve one run).  ``workspace``: the folder the agent works
+    in (the policy's ``workspace { … }`` says what is done with it: sweeps,
+    progress); with ``list_files``, that folder is in a sandbox elsewhere and
+    ``list_files()`` (or ``list_files(runtime)``) lists its files as
+    ``(path, size, mtime_ns[, ctime_ns])`` (see ``policy.runtime.workspace.listed``).
     """
 
     def __init__(
@@ -92,10 +102,13 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         policy: CompiledPolicy | str | os.PathLike[str] = "builtin:default",
         read_file: ReadFile | None = None,
         store: Store | None = None,
+        workspace: str | os.PathLike[str] | Workspace | None = None,
+        list_files: ListFiles | None = None,
     ) -> None:
         super().__init__()
         reader = _reader_for(read_file) if read_file is not None else None
-        self.guard = Guard(policy, read_file=reader, store=store)
+        self.guard = Guard(policy, read_file=reader, store=store,
+                           workspace=_workspace_for(workspace, list_files, reader))
         limit = self.guard.policy.max_scopes
         self.scopes = RunScopes(limit)
         self._lock = threading.Lock()
@@ -144,7 +157,7 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if self.scopes.leave(scope, runtime.control):
             self.guard.clear_pending(scope)
             with self._lock:
-                self._stops.pop(_key(scope))
+                self._stops.pop(scope.key)
         return None
 
     async def aafter_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
@@ -155,7 +168,7 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             else:
                 await self.guard.aclear_pending(scope)
             with self._lock:
-                self._stops.pop(_key(scope))
+                self._stops.pop(scope.key)
         return None
 
     # --- model requests and turns ---------------------------------------------
@@ -228,9 +241,11 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         except GraphBubbleUp:
             raise
         except Exception as err:
-            self.guard.on_result(call, _raised(err), scope)
+            with _bound_tool_runtime(request.runtime):
+                self.guard.on_result(call, _raised(err), scope)
             raise
-        decision = self.guard.on_result(call, _tool_result(outcome, call), scope)
+        with _bound_tool_runtime(request.runtime):
+            decision = self.guard.on_result(call, _tool_result(outcome, call), scope)
         return self._delivered(call, outcome, decision, scope, request)
 
     async def awrap_tool_call(self, request: ToolCallRequest,
@@ -247,9 +262,11 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         except GraphBubbleUp:
             raise
         except Exception as err:
-            await self.guard.aon_result(call, _raised(err), scope)
+            with _bound_tool_runtime(request.runtime):
+                await self.guard.aon_result(call, _raised(err), scope)
             raise
-        decision = await self.guard.aon_result(call, _tool_result(outcome, call), scope)
+        with _bound_tool_runtime(request.runtime):
+            decision = await self.guard.aon_result(call, _tool_result(outcome, call), scope)
         return self._delivered(call, outcome, decision, scope, request)
 
     def _stopped_refusal(self, call: ToolCall, scope: Scope) -> ToolMessage | None:
@@ -292,7 +309,7 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                                    _configurable(config), _invocation_control())
 
     def _pending_stop(self, scope: Scope) -> Decision | None:
-        key = _key(scope)
+        key = scope.key
         if key not in self._stops:  # a lock-free look first: most turns belong to runs not stopped
             return None
         with self._lock:
@@ -303,17 +320,13 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         log.info("policy %s stopped run %s of thread %s: %s", self.guard.policy.name, scope.run_id,
                  scope.thread_id, decision.rule)
         with self._lock:
-            self._stops.put(_key(scope), decision)
+            self._stops.put(scope.key, decision)
             self._stop_reasons.put(self.scopes.given_run_id(scope), reason)
         if isinstance(context, dict):
             context["stop_reason"] = reason
 
 
 # --- helpers -------------------------------------------------------------------
-
-
-def _key(scope: Scope) -> tuple[str, str]:
-    return (scope.thread_id, str(scope.run_id))
 
 
 def _last_ai_message(state: Any) -> AIMessage | None:
@@ -412,6 +425,24 @@ def _bound_tool_runtime(runtime: Any) -> Iterator[None]:
         yield
     finally:
         _tool_runtime.reset(token)
+
+
+def _workspace_for(workspace: str | os.PathLike[str] | Workspace | None, list_files: ListFiles | None,
+                   reader: Callable[[str], str | None] | None) -> str | os.PathLike[str] | Workspace | None:
+    """The guard's workspace: a local folder, or, with a lister, a folder of a remote sandbox."""
+    if list_files is None:
+        return workspace
+    if not isinstance(workspace, str | os.PathLike):
+        raise TypeError("list_files= needs workspace= to name the sandbox folder it lists")
+    lister = list_files
+    takes_runtime = _required_positional_count(lister) == 1
+
+    def listed() -> Iterable[Sequence[Any]]:
+        if takes_runtime:
+            return lister(_tool_runtime.get())  # type: ignore[call-arg]
+        return lister()  # type: ignore[call-arg]
+
+    return ListedWorkspace(listed, reader or read_local_file, root=os.fspath(workspace))
 
 
 def _reader_for(read_file: ReadFile) -> Callable[[str], str | None]:

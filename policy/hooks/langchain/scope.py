@@ -23,8 +23,8 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from policy.hooks.bounded import LruDict
 from policy.model.events import Scope
+from policy.stores.lru import LruDict
 
 DEFAULT_THREAD = "default"
 UNANCHORED_RUN = "unanchored"
@@ -58,7 +58,7 @@ class RunScopes:
         self._lock = threading.Lock()
         self._anchors: LruDict[object, str] = LruDict(limit)
         self._generated: LruDict[str, bool] = LruDict(limit)
-        self._entries: LruDict[str, int] = LruDict(limit)
+        self._entries: LruDict[tuple[str, str], int] = LruDict(limit)
         self._named: dict[tuple[str, str], Scope] = {}
         self._limit = limit
 

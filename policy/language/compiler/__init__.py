@@ -1,6 +1,6 @@
 """Composed declarations → an immutable CompiledPolicy, with every semantic check on the way.
 
-Each step reports into one ``Report`` and keeps going, so a single run finds
+Each step reports into one ``DiagnosticCollector`` and keeps going, so a single run finds
 every problem; the policy is only built when no error was found.
 """
 
@@ -11,13 +11,14 @@ from types import MappingProxyType
 
 from policy.language import ast
 from policy.language.checker import Setting
-from policy.language.collector import Report
+from policy.language.collector import DiagnosticCollector
 from policy.language.compiler.context import Context, first_value, int_value, names, word
 from policy.language.compiler.hint_templates import compile_hints
 from policy.language.compiler.loops import compile_loops
 from policy.language.compiler.policy_tests import compile_tests
 from policy.language.compiler.rules import compile_gates, compile_normalizers, compile_signatures
 from policy.language.compiler.tools import compile_tools, key_args
+from policy.language.compiler.workspace import compile_workspace
 from policy.language.compose import Composition
 from policy.model.compiled import CompiledPolicy
 from policy.model.diagnostics import has_errors
@@ -25,13 +26,14 @@ from policy.model.diagnostics import has_errors
 __all__ = ["compile_policy"]
 
 
-def compile_policy(composition: Composition, report: Report) -> CompiledPolicy | None:
+def compile_policy(composition: Composition, report: DiagnosticCollector) -> CompiledPolicy | None:
     """Check and compile; None when any error was reported (by this step or before it)."""
     ctx = Context(composition, report)
     header = composition.declarations.get(("policy", ""))
     settings: dict[str, Setting] = header.settings if header else {}
     max_scopes = _max_scopes(ctx, settings)
-    scan_limit = _scan_limit(ctx, settings)
+    scan_limit = _byte_limit(ctx, settings, "scan_limit", "64KB")
+    max_check_bytes = _byte_limit(ctx, settings, "max_check_bytes", "2MB")
     ignore = names(settings, "ignore")
     default_key = key_args(ctx, settings.get("key"), None)
     default_ignore = frozenset(ignore or ())
@@ -42,6 +44,7 @@ def compile_policy(composition: Composition, report: Report) -> CompiledPolicy |
     signatures = compile_signatures(ctx)
     normalizers = compile_normalizers(ctx)
     loops = compile_loops(ctx)
+    workspace = compile_workspace(ctx)
     tests = compile_tests(ctx)
     _report_unused_hints(ctx)
     if has_errors(report.diagnostics):
@@ -52,6 +55,7 @@ def compile_policy(composition: Composition, report: Report) -> CompiledPolicy |
         sources=tuple(composition.sources),
         max_scopes=max_scopes or CompiledPolicy.max_scopes,
         scan_limit=scan_limit or CompiledPolicy.scan_limit,
+        max_check_bytes=max_check_bytes or CompiledPolicy.max_check_bytes,
         on_internal_error="block" if word(settings, "on_internal_error", "allow") == "block" else "allow",
         deliver_warnings="next_request" if word(settings, "deliver_warnings", "") == "next_request"
         else "tool_message",
@@ -61,12 +65,10 @@ def compile_policy(composition: Composition, report: Report) -> CompiledPolicy |
         gates=gates,
         signatures=signatures,
         normalizers=normalizers,
-        repeat=loops.repeat,
-        frequency=loops.frequency,
-        error_streak=loops.error_streak,
-        oscillation=loops.oscillation,
+        workspace=workspace,
         hints=MappingProxyType(dict(ctx.hints)),
         tests=tests,
+        **loops,
     )
 
 
@@ -87,16 +89,16 @@ def _max_scopes(ctx: Context, settings: dict[str, Setting]) -> int | None:
     return found[0]
 
 
-def _scan_limit(ctx: Context, settings: dict[str, Setting]) -> int | None:
-    value = first_value(settings, "scan_limit")
+def _byte_limit(ctx: Context, settings: dict[str, Setting], name: str, example: str) -> int | None:
+    value = first_value(settings, name)
     if isinstance(value, ast.Size | ast.Number) and isinstance(value.value, int):
         if value.value >= 1:
             return value.value
         ctx.report.add(
             "E402",
-            f"`scan_limit` must be at least 1 byte, not {value.value}",
+            f"`{name}` must be at least 1 byte, not {value.value}",
             value.span,
-            "e.g. `scan_limit 64KB`",
+            f"e.g. `{name} {example}`",
         )
     return None
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from policy.language import ast
 from policy.language.checker import Declaration, Setting
-from policy.language.collector import Report, did_you_mean, join_help, quoted_list
+from policy.language.collector import DiagnosticCollector, did_you_mean, join_help, quoted_list
 from policy.language.compose import Composition
 from policy.language.forms import usage
 from policy.language.schema import Spec
@@ -18,7 +18,7 @@ from policy.model.hint_template import COMMON_VARIABLES, RULE_VARIABLES, HintTem
 @dataclass
 class Context:
     composition: Composition
-    report: Report
+    report: DiagnosticCollector
     hints: dict[str, HintTemplate] = field(default_factory=dict)
     """Compiled hints by name."""
     broken_hints: set[str] = field(default_factory=set)

@@ -1,7 +1,8 @@
 """``hint NAME "…"``, triple-quoted or ``file "x.j2"``: load and compile every hint template.
 
 A template file is looked up in the ``hints/`` folder beside the policy file
-that declares it, then in the shipped ``hints/`` folder.  A Jinja2 syntax
+that declares it, then in the shipped ``hints/`` folder; one that resolves
+(``..``, a symlink) outside the policy's folder tree is refused (E604).  A Jinja2 syntax
 error (E303) points at the offending line: in the policy file for an inline
 template, in the template file otherwise.
 """
@@ -80,6 +81,12 @@ def _load_file(ctx: Context, name: str, node: ast.String, policy_file: str) -> t
         path = folder / node.value
         if not path.is_file():
             continue
+        tree = folder.parent if folder != shipped else shipped
+        if ctx.composition.confine and not path.resolve().is_relative_to(tree.resolve()):
+            ctx.report.add("E604", f"hint file `{node.value}` is outside `{tree}`: it was not read",
+                           node.span,
+                           "a hint file lies in the folder tree of the policy that names it")
+            return None
         shown = str(path)
         try:
             text = path.read_text(encoding="utf-8")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any
 
 from policy.language import ast
 from policy.language.checker import Declaration, Setting
@@ -19,23 +19,17 @@ DEFAULT_REPEAT_WINDOW = 20
 """DeerFlow's window of recent calls for ``loop repeat``."""
 
 
-@dataclass
-class LoopRules:
-    repeat: RepeatRule | None = None
-    frequency: FrequencyRule | None = None
-    error_streak: ErrorStreakRule | None = None
-    oscillation: OscillationRule | None = None
-
-
-def compile_loops(ctx: Context) -> LoopRules:
-    rules = LoopRules()
+def compile_loops(ctx: Context) -> dict[str, Any]:
+    """The loop rules, by layer name (the ``CompiledPolicy`` field each goes into); a layer
+    whose declaration has errors is left out."""
+    rules: dict[str, Any] = {}
     for declaration in ctx.declarations("loop"):
         complete = ctx.require(declaration, LOOPS[declaration.name])
         ref = RuleRef("loop", declaration.name, declaration.header.span)
         settings = declaration.settings
         hint = ctx.use_hint(settings.get("hint"), declaration.name)
         if declaration.name == "oscillation":
-            rules.oscillation = _oscillation(ctx, declaration, ref, hint) if complete else None
+            rules["oscillation"] = _oscillation(ctx, declaration, ref, hint) if complete else None
             continue
         limits = _limits(ctx, settings)
         overrides = _overrides(ctx, declaration) if declaration.name == "frequency" else {}
@@ -45,7 +39,7 @@ def compile_loops(ctx: Context) -> LoopRules:
         if declaration.name == "repeat":
             window = _window(ctx, settings, warn, stop, must_reach_stop=True)
             if window is not None:
-                rules.repeat = RepeatRule(
+                rules["repeat"] = RepeatRule(
                     ref=ref,
                     window=window or DEFAULT_REPEAT_WINDOW,
                     warn=warn,
@@ -56,7 +50,7 @@ def compile_loops(ctx: Context) -> LoopRules:
         elif declaration.name == "frequency":
             window = _window(ctx, settings, warn, stop, must_reach_stop=False)
             if window is not None and overrides is not None:
-                rules.frequency = FrequencyRule(
+                rules["frequency"] = FrequencyRule(
                     ref=ref,
                     window=FrequencyRule.window_for(window, stop, overrides),
                     warn=warn,
@@ -65,7 +59,7 @@ def compile_loops(ctx: Context) -> LoopRules:
                     hint=hint,
                 )
         else:
-            rules.error_streak = ErrorStreakRule(
+            rules["error_streak"] = ErrorStreakRule(
                 ref=ref,
                 warn=warn,
                 stop=stop,

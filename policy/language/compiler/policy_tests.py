@@ -52,6 +52,10 @@ def compile_tests(ctx: Context) -> tuple[PolicyTest, ...]:
     return tuple(tests)
 
 
+GATE_NAMED = {"sweep": "gate", "incomplete": "gate"}
+"""Rule kinds whose findings are named after the gate that checked the file."""
+
+
 @dataclass
 class _TestCompiler:
     ctx: Context
@@ -218,9 +222,10 @@ class _TestCompiler:
         yield TestStep("expect", span=statement.span, hint_matches=pattern)
 
     def _rule_exists(self, kind: str, name: ast.Name | ast.String) -> bool:
-        if self.ctx.declared(kind, name.value):
+        declared = GATE_NAMED.get(kind, kind)
+        if self.ctx.declared(declared, name.value):
             return True
-        present = [n for k, n in self.ctx.composition.declarations if k == kind]
+        present = [n for k, n in self.ctx.composition.declarations if k == declared]
         listing = f"{kind}s: {quoted_list(present)}" if present else f"the policy has no {kind}"
         self._fail(
             "E703",

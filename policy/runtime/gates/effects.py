@@ -3,7 +3,9 @@
 Arguments come from a model and may be malformed: a missing path, content
 that is not a string, ``"true"`` for a boolean.  Nothing here raises for
 them; a call that cannot be understood has no effect (None) and is left to
-the tool, which reports the problem itself.
+the tool, which reports the problem itself.  A text past the policy's
+``max_check_bytes`` — the file, the content, any edit's result — raises
+``TooLarge`` before it is read or built (``policy.runtime.gates.bounds``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from policy.model.compiled import ToolSpec
+from policy.runtime.gates.bounds import DEFAULT_MAX_CHECK_BYTES, MAX_EDITS, TooLarge, check_size, text_bytes
 
 ReadFile = Callable[[str], str | None]
 
@@ -39,7 +42,8 @@ class FileEffect:
         return self.after != self.before
 
 
-def file_effect(spec: ToolSpec, args: Mapping[str, Any], read_file: ReadFile) -> FileEffect | None:
+def file_effect(spec: ToolSpec, args: Mapping[str, Any], read_file: ReadFile,
+                limit: int = DEFAULT_MAX_CHECK_BYTES) -> FileEffect | None:
     """The effect of a ``writes``/``edits``/``multiedits`` tool's call; None for other tools or a call
     that cannot be understood (or, for an edit, whose old text is absent or whose file is missing).
 
@@ -51,19 +55,31 @@ def file_effect(spec: ToolSpec, args: Mapping[str, Any], read_file: ReadFile) ->
     if path is None:
         return None
     if spec.role == "write":
-        return _write(spec, args, path, read_file)
+        return _write(spec, args, path, read_file, limit)
     if spec.role == "edit":
         edit = _replacement(args, spec.args)
-        return _apply(path, [edit] if edit else [], read_file)
+        return _apply(path, [edit] if edit else [], read_file, limit)
     if spec.role == "multiedit":
-        return _apply(path, _replacements(spec.arg("edits", args), spec.args), read_file)
+        edits = _replacements(spec.arg("edits", args), spec.args)
+        if len(edits) > MAX_EDITS:
+            raise TooLarge(f"the call makes {len(edits)} edits, more than {MAX_EDITS}")
+        return _apply(path, edits, read_file, limit)
     if spec.role == "notebookedit":
-        return _notebook_cell(spec, args, path, read_file)
+        return _notebook_cell(spec, args, path, read_file, limit)
     return None
 
 
+def bounded_effect(spec: ToolSpec, args: Mapping[str, Any], read_file: ReadFile,
+                   limit: int) -> FileEffect | TooLarge | None:
+    """:func:`file_effect`, with a bound exceeded given back as the ``TooLarge`` it raised."""
+    try:
+        return file_effect(spec, args, read_file, limit)
+    except TooLarge as err:
+        return err
+
+
 def _notebook_cell(spec: ToolSpec, args: Mapping[str, Any], path: str,
-                   read_file: ReadFile) -> FileEffect | None:
+                   read_file: ReadFile, limit: int) -> FileEffect | None:
     """The cell a notebook edit leaves: its new source, checked as a file of the notebook's
     language (``metadata.language_info``, else the kernel's; Python by default).
 
@@ -73,7 +89,7 @@ def _notebook_cell(spec: ToolSpec, args: Mapping[str, Any], path: str,
     cell id it does not have, is left to the tool (it reports the problem itself).
     """
     source, mode = spec.arg("source", args), spec.arg("mode", args) or "replace"
-    notebook = _json_object(_read(read_file, path))
+    notebook = _json_object(_read(read_file, path, limit))
     cells = notebook.get("cells") if notebook is not None else None
     if not isinstance(source, str) or mode not in ("replace", "insert") or not isinstance(cells, list):
         return None
@@ -140,14 +156,18 @@ def _without_magics(source: str) -> str:
     return "\n".join(lines)
 
 
-def _write(spec: ToolSpec, args: Mapping[str, Any], path: str, read_file: ReadFile) -> FileEffect | None:
+def _write(spec: ToolSpec, args: Mapping[str, Any], path: str, read_file: ReadFile,
+           limit: int) -> FileEffect | None:
     """``write_file(path, content, append=False)``: a missing file appends to empty text."""
     content = spec.arg("content", args)
-    append = _flag(spec.arg("append", args))
+    append = flag(spec.arg("append", args))
     if not isinstance(content, str) or append is None:
         return None
-    before = _read(read_file, path)
-    return FileEffect(path, before, (before or "") + content if append else content)
+    check_size(content, limit, "the content")
+    before = _read(read_file, path, limit)
+    if not append:
+        return FileEffect(path, before, content)
+    return FileEffect(path, before, check_size((before or "") + content, limit, "the appended file"))
 
 
 Replacement = tuple[str, str, bool]
@@ -156,7 +176,7 @@ Replacement = tuple[str, str, bool]
 def _replacement(item: Mapping[str, Any], names: Mapping[str, str]) -> Replacement | None:
     """``(old, new, all)`` from the arguments (or one item of a multi-edit) named by the role fields."""
     old, new = item.get(names.get("old", "")), item.get(names.get("new", ""))
-    every = _flag(item.get(names.get("all", "")))
+    every = flag(item.get(names.get("all", "")))
     if not isinstance(old, str) or not isinstance(new, str) or every is None:
         return None
     return old, new, every
@@ -179,10 +199,10 @@ def _json_list(raw: Any) -> Sequence[Any]:
     return raw if isinstance(raw, list | tuple) else []
 
 
-def _apply(path: str, edits: list[Replacement], read_file: ReadFile) -> FileEffect | None:
+def _apply(path: str, edits: list[Replacement], read_file: ReadFile, limit: int) -> FileEffect | None:
     if not edits:
         return None
-    before = _read(read_file, path)
+    before = _read(read_file, path, limit)
     creates = edits[0][0] == ""
     if (before is None and not creates) or (creates and before):
         return None
@@ -191,23 +211,28 @@ def _apply(path: str, edits: list[Replacement], read_file: ReadFile) -> FileEffe
         if not old:
             if index:  # only the first edit can create the file
                 return None
-            after = new
+            after = check_size(new, limit, "the new text")
             continue
-        spliced = splice(after, old, new, every)
+        spliced = splice(after, old, new, every, limit)
         if spliced is None:
             return None
         after = spliced
     return FileEffect(path, before, after)
 
 
-def splice(text: str, old: str, new: str, every: bool) -> str | None:
+def splice(text: str, old: str, new: str, every: bool, limit: int = DEFAULT_MAX_CHECK_BYTES) -> str | None:
     """Replace the first (or every) ``old`` with ``new``, their line endings matched to the text's first.
 
-    None when ``old`` does not occur.
+    None when ``old`` does not occur.  Raises ``TooLarge``, without building it,
+    when the result would be larger than ``limit`` bytes.
     """
     crlf = _uses_crlf(text)
     for old_form, new_form in ((_line_endings(old, crlf), _line_endings(new, crlf)), (old, new)):
         if old_form in text:
+            count = text.count(old_form) if every else 1
+            growth = text_bytes(new_form) - text_bytes(old_form)
+            if growth > 0 and text_bytes(text) + count * growth > limit:
+                raise TooLarge(f"the edited file would be larger than max_check_bytes ({limit} bytes)")
             return text.replace(old_form, new_form) if every else text.replace(old_form, new_form, 1)
     return None
 
@@ -227,7 +252,7 @@ def _path(value: Any) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
 
-def _flag(value: Any) -> bool | None:
+def flag(value: Any) -> bool | None:
     """A boolean argument: missing is false; ``"true"``/``"false"``, 1/0 are understood; None otherwise."""
     if value is None or isinstance(value, bool):
         return bool(value)
@@ -238,9 +263,11 @@ def _flag(value: Any) -> bool | None:
     return None
 
 
-def _read(read_file: ReadFile, path: str) -> str | None:
+def _read(read_file: ReadFile, path: str, limit: int) -> str | None:
     """The current text; bytes are decoded (UTF-8, undecodable bytes kept as surrogates)."""
     current: Any = read_file(path)
     if isinstance(current, bytes):
-        return current.decode("utf-8", "surrogateescape")
-    return current if isinstance(current, str) else None
+        if len(current) > limit:
+            raise TooLarge(f"{path} is larger than max_check_bytes ({limit} bytes)")
+        current = current.decode("utf-8", "surrogateescape")
+    return check_size(current, limit, path) if isinstance(current, str) else None

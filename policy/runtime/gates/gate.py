@@ -11,7 +11,8 @@ from policy.model.compiled import CompiledPolicy, GateRule
 from policy.model.decision import Decision
 from policy.model.events import ToolCall
 from policy.model.variables import HintVariables
-from policy.runtime.gates.effects import FileEffect, ReadFile, file_effect
+from policy.runtime.gates.bounds import TooLarge
+from policy.runtime.gates.effects import FileEffect, ReadFile, bounded_effect
 from policy.runtime.gates.problems import Problem, snippet
 from policy.runtime.gates.validators import validate
 
@@ -27,31 +28,46 @@ def matching_gate(gates: Sequence[GateRule], path: str) -> GateRule | None:
 
 
 def check_write(policy: CompiledPolicy, call: ToolCall, read_file: ReadFile,
-                effect: FileEffect | None = None) -> Decision:
+                effect: FileEffect | TooLarge | None = None) -> Decision:
     """Block the call when the file it would leave fails its gate's validator.
 
-    ``effect`` is the call's :func:`file_effect` when the caller has it already.
+    ``effect`` is the call's :func:`bounded_effect` when the caller has it already;
+    the file is read only when a gate's glob matches its path.
     ``partial allow`` applies to writes only: a write may be the first chunk
     of a file that appends complete, an edit leaves the whole file as it is.
     An allowed call's metadata says when the text was an incomplete prefix
     (``"incomplete": True``) or the checker could not run
-    (``"checker": "unavailable"`` and its ``"reason"``).
+    (``"checker": "unavailable"`` and its ``"reason"``, also for a text larger
+    than ``max_check_bytes``, which is neither read nor checked).
     """
     allow = Decision(call_id=call.id)
     spec = policy.tool(call.name)
     path = spec.arg("path", call.args)
     if spec.role == "notebookedit" and policy.gates:  # its cell is checked as a file of its language
-        effect = effect if effect is not None else file_effect(spec, call.args, read_file)
-        path = effect.gate_path if effect is not None else None
+        if effect is None:
+            effect = bounded_effect(spec, call.args, read_file, policy.max_check_bytes)
+        path = effect.gate_path if isinstance(effect, FileEffect) else None
     gate = matching_gate(policy.gates, path) if isinstance(path, str) and policy.gates else None
     if gate is None:
         return allow
     if effect is None:
-        effect = file_effect(spec, call.args, read_file)
+        effect = bounded_effect(spec, call.args, read_file, policy.max_check_bytes)
+    if isinstance(effect, TooLarge):
+        return Decision(call_id=call.id, metadata={"path": path, "gate": gate.ref.name,
+                                                   "validator": validator_name(gate),
+                                                   "checker": "unavailable", "reason": str(effect)})
     if effect is None or not effect.changes_file:
         return allow
-    partial = gate.partial and spec.role == "write"
-    verdict = validate(gate.validator, effect.after, effect.path, partial=partial)
+    return check_effect(policy, gate, call, effect, writes=spec.role == "write")
+
+
+def check_effect(policy: CompiledPolicy, gate: GateRule, call: ToolCall, effect: FileEffect, *,
+                 writes: bool) -> Decision:
+    """The gate's decision on the text ``effect`` leaves; ``writes``: the call writes (or appends)
+    text rather than editing it, so ``partial allow`` applies."""
+    allow = Decision(call_id=call.id)
+    partial = gate.partial and writes
+    verdict = validate(gate.validator, effect.after, effect.path, partial=partial, before=effect.before)
     if verdict.status == "valid":
         return allow
     if verdict.problem is not None:
@@ -82,8 +98,12 @@ def _block(
         "output": problem.output,
     }
     variables = HintVariables(policy.name, gate.ref, "block", call, facts)
-    hint = gate.hint.render(variables) if gate.hint is not None else default_hint(facts)
-    return Decision(action="block", rule=gate.ref, hint=hint, call_id=call.id, metadata=facts)
+    if gate.hint is None:
+        hint, rendered = default_hint(facts), {}
+    else:
+        checked = gate.hint.render_checked(variables)
+        hint, rendered = checked.text, checked.facts()
+    return Decision(action="block", rule=gate.ref, hint=hint, call_id=call.id, metadata={**facts, **rendered})
 
 
 def default_hint(facts: dict[str, Any]) -> str:

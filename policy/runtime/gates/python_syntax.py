@@ -1,9 +1,10 @@
 """The Python validator: ``ast.parse`` with the running interpreter's grammar.
 
-With ``partial``, a text that does not parse is closed — open string and
-brackets, a body for a block header, ``finally`` for an open ``try`` — and
-parsed again (``policy.runtime.gates.prefix``).  What remains is a genuine error only
-when it lies in text no append can change.
+With ``partial``, CPython's parser itself says when a text ends too early
+(``PyCF_ALLOW_INCOMPLETE_INPUT``); an error in the text's open ending is
+checked once more (``policy.runtime.gates.prefix``).  Two parses decide (a
+third only places a block's error behind open brackets): the time is linear
+in the text, whatever its brackets, strings and lines.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import codeop
 import threading
 import warnings
 
-from policy.runtime.gates.prefix import PythonTail, scan_python
+from policy.runtime.gates.prefix import NEVER_CLOSED, closing_brackets, continued, open_ending
 from policy.runtime.gates.problems import (
     INCOMPLETE,
     TOO_DEEP,
@@ -32,44 +33,50 @@ _WARNINGS_LOCK = threading.Lock()
 
 
 def check_python(text: str, partial: bool) -> Verdict:
-    """``ast.parse`` (the running Python's grammar); with ``partial``, close what is open and parse again."""
+    """``ast.parse`` (the running Python's grammar); with ``partial``, an incomplete prefix is allowed."""
     source = text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
     try:
-        if partial:
-            if _syntax_error(source, _FAIL_FAST) is None:
-                return VALID
-            error = _error_despite_completion(source, scan_python(source))
-            if error is None:
-                return INCOMPLETE
-        else:
-            error = _syntax_error(source)
+        error = _partial_error(source) if partial else _syntax_error(source)
     except (RecursionError, MemoryError):
         return unavailable(TOO_DEEP)
+    if error is _INCOMPLETE:
+        return INCOMPLETE
     return VALID if error is None else invalid(_python_problem(source, error))
 
 
-def _error_despite_completion(source: str, tail: PythonTail) -> SyntaxError | None:
-    """The error left once what is open at the end is closed; None when only the ending was missing.
+_INCOMPLETE = SyntaxError("incomplete input")
+"""What CPython's parser raises, given ``PyCF_ALLOW_INCOMPLETE_INPUT``, when the text ends too early."""
 
-    An error at or past ``tail.threshold`` lies in text a later append can
-    still change.  An error inside an unfinished last line may come from the
-    completion itself (``f(a=`` closed as ``f(a=)``): it stands only if every
-    alternative completion meets it too.
+
+def _partial_error(source: str) -> SyntaxError | None:
+    """The genuine error of a text that may be cut off; ``_INCOMPLETE`` when only its ending is missing.
+
+    At most two parses decide, so the time is linear in the text.  The parser says
+    itself when the text ends too early.  An error in the text's open ending
+    (a string still open at the end, the word or literal being typed) is not
+    one, but Python reports such a string before a real error earlier on: the
+    text before the ending is parsed again, continued by a backslash so that
+    the parser only asks whether it could go on.
     """
-    error = _error_before(source, tail.completion(), tail.threshold)
-    if error is None:
-        return None
-    if not tail.line_open or _offset(source, error) < tail.last_line_start:
+    error = _syntax_error(source, _FAIL_FAST)
+    if error is None or error.msg == _INCOMPLETE.msg:
+        return None if error is None else _INCOMPLETE
+    ending = open_ending(source, _offset(source, error), error.msg)
+    if ending is None:
         return error
-    if any(_error_before(source, other, tail.threshold) is None for other in tail.alternatives()):
-        return None
+    if error.msg.endswith(NEVER_CLOSED) and ending == len(source):
+        return _behind_open_brackets(source, error)
+    before = _syntax_error(continued(source, ending), _FAIL_FAST)
+    return _INCOMPLETE if before is None or before.msg == _INCOMPLETE.msg else before
+
+
+def _behind_open_brackets(source: str, error: SyntaxError) -> SyntaxError:
+    """Where the parser stopped in a text that ends with brackets open: CPython names the bracket,
+    the text with them closed shows the place."""
+    closed = _syntax_error(source + closing_brackets(source) + "\n", _FAIL_FAST)
+    if closed is not None and closed.msg != _INCOMPLETE.msg and _offset(source, closed) < len(source):
+        return closed
     return error
-
-
-def _error_before(source: str, completion: str, threshold: int) -> SyntaxError | None:
-    """The syntax error of ``source + completion`` when it lies before ``threshold``."""
-    error = _syntax_error(source + completion)
-    return error if error is not None and _offset(source, error) < threshold else None
 
 
 def _syntax_error(source: str, flags: int = 0) -> SyntaxError | None:

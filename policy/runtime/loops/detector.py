@@ -1,6 +1,6 @@
-"""The loop detector: the four layers of a policy, and the order their findings are decided in.
+"""The loop detector: the layers of a policy, and the order their findings are decided in.
 
-Ordering (DESIGN.md, "Events and decisions"): on a turn, ``repeat`` counts
+Ordering (docs/design.md, "Decision ordering"): on a turn, ``repeat`` counts
 the batch and ``frequency`` counts each call in the model's order.  A stop
 from either ends the scan at once (it rejects the whole batch); a warning
 candidate never does, so every call of an admitted batch is counted.  A stop
@@ -9,6 +9,7 @@ outranks any warning; when nothing stops, a ``repeat`` warning precedes a
 order wins.  Only the selected warning is marked (so it is not repeated) and
 logged; the others can warn in a later batch.  On a result, an
 ``error_streak`` finding outranks an ``oscillation`` one of equal severity.
+The layers and their order are ``policy.runtime.loops.layers.LAYERS``.
 
 A turn's warning may be decided without its text (``render=False``): the
 guard renders it with ``render`` when it is delivered, so a warning that is
@@ -22,17 +23,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from policy.model.compiled import CompiledPolicy
-from policy.model.decision import ALLOW, SEVERITY, Decision
+from policy.model.decision import ALLOW, Decision, most_severe
 from policy.model.events import ToolCall, ToolResult
 from policy.model.fingerprint import fingerprint
 from policy.model.variables import call_summary, common_variables
 from policy.runtime.loops.finding import Finding
-from policy.runtime.loops.frequency import FrequencyLayer
 from policy.runtime.loops.keys import CallKeys
-from policy.runtime.loops.oscillation import OscillationLayer
-from policy.runtime.loops.repeat import RepeatLayer
+from policy.runtime.loops.layer import ErrorKey, Layer, Observed
+from policy.runtime.loops.layers import LAYERS
 from policy.runtime.loops.state import MAX_OPEN_CALLS, ScopeState, drop_oldest
-from policy.runtime.loops.streak import ErrorKey, ErrorStreakLayer
 from policy.runtime.output import Output, output_reader
 
 log = logging.getLogger("policy.loops")
@@ -45,37 +44,32 @@ class LoopDetector:
         self.policy = policy
         self.keys = CallKeys(policy)
         self._outputs = output_reader(policy)
-        repeat, frequency, streak, oscillation = (
-            policy.repeat, policy.frequency, policy.error_streak, policy.oscillation
+        built = [(index, layer.from_policy(policy)) for index, layer in enumerate(LAYERS)]
+        layers: list[tuple[int, Layer[Any]]] = [(index, layer) for index, layer in built if layer is not None]
+        self._turn_steps = tuple((index, layer.on_turn) for index, layer in layers if layer.takes_turns())
+        self._result_steps = tuple(
+            (index, layer.on_result) for index, layer in layers if layer.takes_results()
         )
-        self._repeat = RepeatLayer(repeat) if repeat else None
-        self._frequency = FrequencyLayer(frequency) if frequency else None
-        self._streak = ErrorStreakLayer(streak, policy.signatures) if streak else None
-        self._oscillation = OscillationLayer(oscillation) if oscillation else None
-        self._templates = {rule.ref.name: rule.hint for rule in (repeat, frequency, streak, oscillation)
-                           if rule is not None}
+        self._templates = {layer.rule.ref.name: layer.rule.hint for _, layer in layers}
 
     def on_turn(self, state: ScopeState, calls: Sequence[ToolCall], *, render: bool = True) -> Decision:
-        """``repeat`` and ``frequency`` over one batch of calls.  ``render=False``: a warning comes
-        without its hint (None), for ``render`` to fill in when it is delivered."""
+        """The layers over one batch of calls: the first stop, else the first warning candidate.
+        ``render=False``: a warning comes without its hint (None), for ``render`` to fill in when
+        it is delivered."""
         if not calls:
             return ALLOW
         keys = [self.keys.call_key(call) for call in calls]
         _remember_keys(state.open_calls, calls, keys)
-        selected = self._repeat.on_turn(state.repeat, calls, keys) if self._repeat else None
-        if selected is not None and selected.action == "stop":
-            return self._decide(selected)
-        if self._frequency is not None:
-            frequency = self._frequency
-            window = state.frequency
-            for call in calls:
-                finding = frequency.on_call(window, call)
-                if finding is None:
-                    continue
-                if finding.action == "stop":
-                    return self._decide(finding)
-                if selected is None:
-                    selected = finding
+        states = state.layers
+        selected: Finding | None = None
+        for index, on_turn in self._turn_steps:
+            finding = on_turn(states[index], calls, keys)
+            if finding is None:
+                continue
+            if finding.action == "stop":
+                return self._decide(finding)
+            if selected is None:
+                selected = finding
         return ALLOW if selected is None else self._decide(selected, render=render)
 
     def on_result(
@@ -89,26 +83,18 @@ class LoopDetector:
         state_changed: bool,
         output: Output | None = None,
     ) -> Decision:
-        """Progress bookkeeping for ``repeat``, then ``error_streak`` and ``oscillation``.
+        """Every layer records the result; the most severe finding (ties: the earlier layer's).
 
         ``output`` is the result's content as ``policy.runtime.output`` read it (read here when None).
         """
         if output is None:
             output = self._outputs.read(result.content)
         key_text = state.open_calls.pop(call.id, None) or self.keys.call_key(call)
-        call_key = fingerprint(key_text)
-        result_key = self._outputs.fingerprint(output)
-        if self._repeat is not None:
-            self._repeat.on_result(state.repeat, call.id, call_key, result_key, output.text, state_changed)
-        selected: Finding | None = None
-        if self._streak is not None:
-            key = error_key if error_key else ("text", result_key.hex())
-            selected = self._streak.on_result(state.streak, call, result, failed, key)
-        if self._oscillation is not None:
-            cycle = self._oscillation.on_result(state.oscillation, call, call_key, key_text, result_key,
-                                                state_changed)
-            if cycle is not None and (selected is None or SEVERITY[cycle.action] > SEVERITY[selected.action]):
-                selected = cycle
+        observed = Observed(call, result, failed, error_key, state_changed, fingerprint(key_text), key_text,
+                            self._outputs.fingerprint(output), output.text)
+        states = state.layers
+        findings = [on_result(states[index], observed) for index, on_result in self._result_steps]
+        selected = most_severe(finding for finding in findings if finding is not None)
         return ALLOW if selected is None else self._decide(selected)
 
     def render(self, decision: Decision, call: ToolCall) -> Decision:
@@ -123,7 +109,8 @@ class LoopDetector:
             decision = decision._replace(metadata={**decision.metadata, "call": summary})
         variables = common_variables(self.policy.name, rule, decision.action, call, summary)
         variables.update(decision.metadata)
-        return decision._replace(hint=template.render(variables))
+        checked = template.render_checked(variables)
+        return decision._replace(hint=checked.text, metadata={**decision.metadata, **checked.facts()})
 
     def _decide(self, finding: Finding, *, render: bool = True) -> Decision:
         """Mark, log and (unless ``render`` is False and it has a template) render the selected finding."""
@@ -136,13 +123,15 @@ class LoopDetector:
             return Decision(action=finding.action, rule=finding.ref, call_id=finding.call.id,
                             metadata=metadata)
         summary = call_summary(finding.call)
+        rendered: dict[str, Any] = {}
         if finding.hint is None:
             hint = f"[policy] loop {finding.ref.name} {finding.action}: {finding}."
         else:
             variables = common_variables(self.policy.name, finding.ref, finding.action, finding.call, summary)
             variables.update(finding.facts)
-            hint = finding.hint.render(variables)
-        metadata = {"layer": finding.kind, "call": summary, **finding.facts, **finding.metadata}
+            checked = finding.hint.render_checked(variables)
+            hint, rendered = checked.text, checked.facts()
+        metadata = {"layer": finding.kind, "call": summary, **finding.facts, **finding.metadata, **rendered}
         return Decision(action=finding.action, rule=finding.ref, hint=hint, call_id=finding.call.id,
                         metadata=metadata)
 

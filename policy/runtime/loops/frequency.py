@@ -8,20 +8,74 @@ decays the tool can warn again.
 
 from __future__ import annotations
 
-from policy.model.compiled import FrequencyRule
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from policy.model.compiled import CompiledPolicy, FrequencyRule
 from policy.model.decision import Action
 from policy.model.events import ToolCall
 from policy.runtime.loops.finding import Finding
-from policy.runtime.loops.state import FrequencyState
+from policy.runtime.loops.layer import Fields, Layer, checked_str
 
 
-class FrequencyLayer:
+@dataclass(slots=True)
+class FrequencyState:
+    tools: list[str | None] = field(default_factory=list)
+    """Slot → tool name; None is a free slot (its tool left the window)."""
+    window: str = ""
+    """One character per call, oldest first: ``chr(slot)`` of its tool."""
+    warned: str = ""
+    """Slot characters of the tools warned about, kept while their count stays at or above ``warn``."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tools": self.tools, "window": self.window, "warned": self.warned}
+
+    @classmethod
+    def from_json(cls, fields: Fields) -> FrequencyState:
+        path = fields.name("tools")
+        state = cls(
+            tools=[None if item is None else checked_str(item, path) for item in fields.get("tools", list)],
+            window=fields.get("window", str),
+            warned=fields.get("warned", str),
+        )
+        if any(ord(ch) >= len(state.tools) for ch in state.window):
+            raise ValueError("scope state: frequency.window names a tool slot that does not exist")
+        return state
+
+
+class FrequencyLayer(Layer[FrequencyState]):
+    kind = "frequency"
+    state_name = "frequency"
+    state_type = FrequencyState
+
     def __init__(self, rule: FrequencyRule) -> None:
         self.rule = rule
         self.window = FrequencyRule.window_for(rule.window, rule.stop, rule.overrides)
         """As the compiler makes it; a rule built by hand may have a shorter one."""
         self._default = (rule.warn, rule.stop)
         self._limits = {tool: (limit.warn, limit.stop) for tool, limit in rule.overrides.items()}
+
+    @classmethod
+    def from_policy(cls, policy: CompiledPolicy) -> FrequencyLayer | None:
+        return cls(policy.frequency) if policy.frequency else None
+
+    def on_turn(
+        self, state: FrequencyState, calls: Sequence[ToolCall], keys: Sequence[str]
+    ) -> Finding | None:
+        """Count each call in the model's order: a stop ends the count at once; else the first
+        warning candidate, or None."""
+        selected = None
+        on_call = self.on_call
+        for call in calls:
+            finding = on_call(state, call)
+            if finding is None:
+                continue
+            if finding.action == "stop":
+                return finding
+            if selected is None:
+                selected = finding
+        return selected
 
     def limits(self, tool: str) -> tuple[int, int]:
         """The tool's (warn, stop) limits."""

@@ -77,12 +77,8 @@ class CallKeys:
         self._default = KeyRecipe.for_tool(policy.tool(_UNDECLARED))
 
     def call_key(self, call: ToolCall) -> str:
+        """The stable key of one call (see the module docstring)."""
         return self._recipes.get(call.name, self._default).key(call)
-
-
-def call_key(policy: CompiledPolicy, call: ToolCall) -> str:
-    """The stable key of one call (see the module docstring)."""
-    return KeyRecipe.for_tool(policy.tool(call.name)).key(call)
 
 
 def batch_key(call_keys: Sequence[str]) -> str:

@@ -11,44 +11,70 @@ It is reported once while it goes on.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
-from policy.model.compiled import OscillationRule
+from policy.model.compiled import CompiledPolicy, OscillationRule
 from policy.model.events import ToolCall
 from policy.model.fingerprint import digest, fingerprint
 from policy.model.variables import call_summary
 from policy.runtime.loops.finding import Finding
-from policy.runtime.loops.state import DIGEST, OscillationState
+from policy.runtime.loops.layer import DIGEST, Fields, Layer, Observed
 
 CYCLE_CALL_LENGTH = 60
 """Characters of each call summary in a reported cycle."""
 
 
-class OscillationLayer:
+@dataclass(slots=True)
+class OscillationState:
+    items: bytes = b""
+    """Per result, oldest first: fingerprint of the (call, result) pair, or of the call alone."""
+    keys: bytes = b""
+    """Per result: fingerprint of the call."""
+    calls: list[str] = field(default_factory=list)
+    """Short summaries of the newest calls (as many as the longest period)."""
+    warned: bytes = b""
+    """Fingerprint of the cycle warned about, while it goes on."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"items": self.items.hex(), "keys": self.keys.hex(), "calls": self.calls,
+                "warned": self.warned.hex()}
+
+    @classmethod
+    def from_json(cls, fields: Fields) -> OscillationState:
+        state = cls(items=fields.digests("items"), keys=fields.digests("keys"), calls=fields.strings("calls"),
+                    warned=fields.digests("warned"))
+        if len(state.items) != len(state.keys):
+            raise ValueError("scope state: parallel histories differ in length")
+        return state
+
+
+class OscillationLayer(Layer[OscillationState]):
+    kind = "oscillation"
+    state_name = "oscillation"
+    state_type = OscillationState
+
     def __init__(self, rule: OscillationRule) -> None:
         self.rule = rule
         self._width = rule.max_period * rule.repeats * DIGEST
 
-    def on_result(
-        self,
-        state: OscillationState,
-        call: ToolCall,
-        call_key: bytes,
-        key_text: str,
-        result: bytes,
-        state_changed: bool,
-    ) -> Finding | None:
-        """Append the call's item (``call_key``: the fingerprint of its key ``key_text``);
-        a cycle found and not yet reported, or None."""
+    @classmethod
+    def from_policy(cls, policy: CompiledPolicy) -> OscillationLayer | None:
+        return cls(policy.oscillation) if policy.oscillation else None
+
+    def on_result(self, state: OscillationState, observed: Observed) -> Finding | None:
+        """Append the call's item (the fingerprint of its key, with its result under
+        ``no_progress``); a cycle found and not yet reported, or None."""
+        call, call_key, result = observed.call, observed.call_key, observed.result_key
         rule = self.rule
-        if rule.no_progress and state_changed:
+        if rule.no_progress and observed.state_changed:
             state.items, state.keys, state.calls, state.warned = b"", b"", [], b""
             return None
         item = digest(call_key + result) if rule.no_progress else call_key
         state.items = (state.items + item)[-self._width :]
         state.keys = (state.keys + call_key)[-self._width :]
         kept = state.calls[max(len(state.calls) + 1 - rule.max_period, 0) :]
-        state.calls = [*kept, _step(call, key_text)]
+        state.calls = [*kept, _step(call, observed.key_text)]
 
         for period in range(rule.min_period, rule.max_period + 1):
             span = period * rule.repeats * DIGEST

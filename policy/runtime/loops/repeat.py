@@ -12,24 +12,98 @@ the window still slides by turns.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from policy.model.compiled import RepeatRule
+from policy.model.compiled import CompiledPolicy, RepeatRule
 from policy.model.decision import Action
 from policy.model.events import ToolCall
 from policy.model.fingerprint import fingerprint
 from policy.model.variables import call_summary
 from policy.runtime.loops.finding import Finding, excerpt
 from policy.runtime.loops.keys import batch_key
-from policy.runtime.loops.state import DIGEST, EXCERPTS, TOMBSTONE, RepeatState
+from policy.runtime.loops.layer import DIGEST, Fields, Layer, Observed, checked_int
+
+EXCERPTS = 3
+"""Result excerpts kept per scope, for the most recently completed distinct batches that would
+warn if made once more (only their hints show an excerpt)."""
+TOMBSTONE = bytes(DIGEST)
+"""A repeat entry that no longer counts (progress was made since)."""
 
 _MASK = (1 << (8 * DIGEST)) - 1
 
 
-class RepeatLayer:
+@dataclass(slots=True)
+class RepeatState:
+    keys: bytes = b""
+    """Batch fingerprints of the last ``window`` turns, oldest first; TOMBSTONE: no longer counts."""
+    results: bytes = b""
+    """Per turn, the fingerprint of its results once all arrived (TOMBSTONE until then)."""
+    turns: int = 0
+    """Turns seen in this scope; the newest entry is turn number ``turns``."""
+    warned: list[bytes] = field(default_factory=list)
+    """Batch fingerprints warned about; a mark lasts while the batch still counts in the window."""
+    inflight: dict[str, int] = field(default_factory=dict)
+    """Call id → its turn number, until the call's result arrives."""
+    partial: dict[int, int] = field(default_factory=dict)
+    """Turn number → its calls' results combined so far (turns of several calls)."""
+    excerpt_keys: bytes = b""
+    """The batches of the last few completed results that would warn if made once more, newest
+    first (``EXCERPTS`` at most)."""
+    excerpts: list[str] = field(default_factory=list)
+    """Their results, shortened."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "keys": self.keys.hex(),
+            "results": self.results.hex(),
+            "turns": self.turns,
+            "warned": [key.hex() for key in self.warned],
+            "inflight": self.inflight,
+            "partial": [[turn, value] for turn, value in self.partial.items()],
+            "excerpt_keys": self.excerpt_keys.hex(),
+            "excerpts": self.excerpts,
+        }
+
+    @classmethod
+    def from_json(cls, fields: Fields) -> RepeatState:
+        state = cls(
+            keys=fields.digests("keys"),
+            results=fields.digests("results"),
+            turns=fields.get("turns", int),
+            warned=fields.digest_list("warned"),
+            inflight={str(k): checked_int(v, fields.name("inflight"))
+                      for k, v in fields.get("inflight", dict).items()},
+            partial=_turn_values(fields.get("partial", list), fields.name("partial")),
+            excerpt_keys=fields.digests("excerpt_keys"),
+            excerpts=fields.strings("excerpts"),
+        )
+        if len(state.keys) != len(state.results) or len(state.excerpt_keys) != len(state.excerpts) * DIGEST:
+            raise ValueError("scope state: parallel histories differ in length")
+        return state
+
+
+def _turn_values(items: list[Any], path: str) -> dict[int, int]:
+    values: dict[int, int] = {}
+    for item in items:
+        if not isinstance(item, list) or len(item) != 2:
+            raise ValueError(f"scope state: {path} must hold [turn, value] pairs")
+        values[checked_int(item[0], path)] = checked_int(item[1], path)
+    return values
+
+
+class RepeatLayer(Layer[RepeatState]):
+    kind = "repeat"
+    state_name = "repeat"
+    state_type = RepeatState
+
     def __init__(self, rule: RepeatRule) -> None:
         self.rule = rule
         self._width = rule.window * DIGEST
+
+    @classmethod
+    def from_policy(cls, policy: CompiledPolicy) -> RepeatLayer | None:
+        return cls(policy.repeat) if policy.repeat else None
 
     def on_turn(
         self, state: RepeatState, calls: Sequence[ToolCall], call_keys: Sequence[str]
@@ -61,14 +135,12 @@ class RepeatLayer:
             return finding
         return None
 
-    def on_result(
-        self, state: RepeatState, call_id: str, call_key: bytes, result: bytes, text: str, state_changed: bool
-    ) -> None:
-        """Record a call's result; with ``until_progress``, restart counts on progress."""
-        turn = state.inflight.pop(call_id, None)
+    def on_result(self, state: RepeatState, observed: Observed) -> None:
+        """Record a call's result; with ``until_progress``, restart counts on progress.  Never a finding."""
+        turn = state.inflight.pop(observed.call.id, None)
         if turn is not None:
-            self._record(state, turn, call_key, result, text)
-        if state_changed and self.rule.until_progress:
+            self._record(state, turn, observed.call_key, observed.result_key, observed.text)
+        if observed.state_changed and self.rule.until_progress:
             _tombstone_through(state, turn if turn is not None else state.turns)
 
     def _record(self, state: RepeatState, turn: int, call_key: bytes, result: bytes, text: str) -> None:

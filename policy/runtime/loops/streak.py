@@ -9,28 +9,55 @@ is compared.  A success, or a different error, ends the streak.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from policy.model.compiled import ErrorStreakRule, SignatureRule
+from policy.model.compiled import CompiledPolicy, ErrorStreakRule, SignatureRule
 from policy.model.decision import Action
 from policy.model.events import ToolCall, ToolResult
 from policy.model.fingerprint import fingerprint
 from policy.runtime.loops.finding import Finding, tail_excerpt
 from policy.runtime.loops.keys import stable_json
-from policy.runtime.loops.state import StreakState
-
-ErrorKey = tuple[Any, ...]
+from policy.runtime.loops.layer import ErrorKey, Fields, Layer, Observed
 
 
-class ErrorStreakLayer:
+@dataclass(slots=True)
+class StreakState:
+    key: bytes = b""
+    """Fingerprint of the error of the current streak (empty: no streak)."""
+    count: int = 0
+    warned: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key.hex(), "count": self.count, "warned": self.warned}
+
+    @classmethod
+    def from_json(cls, fields: Fields) -> StreakState:
+        return cls(key=fields.digests("key"), count=fields.get("count", int),
+                   warned=fields.get("warned", bool))
+
+
+class ErrorStreakLayer(Layer[StreakState]):
+    kind = "error_streak"
+    state_name = "streak"
+    state_type = StreakState
+
     def __init__(self, rule: ErrorStreakRule, signatures: Sequence[SignatureRule]) -> None:
         self.rule = rule
         self._capture_names = {signature.ref.name: signature.key for signature in signatures}
 
-    def on_result(
+    @classmethod
+    def from_policy(cls, policy: CompiledPolicy) -> ErrorStreakLayer | None:
+        return cls(policy.error_streak, policy.signatures) if policy.error_streak else None
+
+    def on_result(self, state: StreakState, observed: Observed) -> Finding | None:
+        """Extend or end the streak; a stop, an unmarked warning candidate, or None."""
+        return self._extend(state, observed.call, observed.result, observed.failed,
+                            observed.error_key or ("text", observed.result_key.hex()))
+
+    def _extend(
         self, state: StreakState, call: ToolCall, result: ToolResult, failed: bool, error_key: ErrorKey
     ) -> Finding | None:
-        """Extend or end the streak; a stop, an unmarked warning candidate, or None."""
         if not failed:
             state.key, state.count, state.warned = b"", 0, False
             return None

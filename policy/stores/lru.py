@@ -1,4 +1,5 @@
-"""A size-bounded mapping that forgets its least recently used entries."""
+"""The one size-bounded mapping of the project: it forgets its least recently used entries
+(scopes of ``MemoryStore``, the LangChain middleware's runs and stops)."""
 
 from __future__ import annotations
 
@@ -50,6 +51,9 @@ class LruDict(Generic[K, V]):
 
     def pop(self, key: K) -> V | None:
         return self._items.pop(key, None)
+
+    def clear(self) -> None:
+        self._items.clear()
 
     def pop_where(self, predicate: Callable[[K], bool]) -> None:
         """Remove every entry whose key satisfies ``predicate``."""

@@ -1,0 +1,116 @@
+"""What the guard does when its store or its input misbehaves: it keeps every decision it can.
+
+A write gate's verdict and a result's signature hint need no state, so they
+are computed first and stand whatever the store does.  A store fault (a
+connection refused, a lock that stays taken, text it cannot encode) costs
+only the loop counting of that event: the decision's metadata says so, and
+the fault is logged at WARNING once per outage, not once per call.
+
+Arguments nested deeper than ``MAX_ARG_DEPTH`` are not given to the loop
+layers (their call key would take a recursion as deep as the nesting); the
+gates, which read only top-level arguments, still check the call.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from policy.model.events import Scope, ToolCall
+from policy.runtime.loops.state import ScopeState
+from policy.stores.memory import Store
+
+log = logging.getLogger("policy.guard")
+
+MAX_ARG_DEPTH = 64
+"""The deepest nesting of lists and objects in a call's arguments that loop detection reads."""
+
+T = TypeVar("T")
+
+
+class StoreFault:
+    """A store fault met during one event: why loop counting was skipped for it."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def facts(self) -> dict[str, Any]:
+        """What the event's decision metadata says about it."""
+        return {"loop_state": "unavailable", "loop_state_reason": self.reason}
+
+
+class GuardedStore:
+    """One guard's access to its store: each fault is kept from the decision and logged once per outage."""
+
+    def __init__(self, store: Store, policy_name: str) -> None:
+        self.store = store
+        self._policy_name = policy_name
+        self._failing: str | None = None
+        self._lock = threading.Lock()
+
+    def run(self, scope: Scope, work: Callable[[ScopeState], T]) -> T | StoreFault:
+        """``work`` on the scope's state; a store fault (not one of ``work``) is returned as a ``StoreFault``.
+
+        A fault while saving keeps what ``work`` returned: the event's decision
+        stands, only its update of the loop state is lost.
+        """
+        manager = self.store.scope(scope)
+        try:
+            state = manager.__enter__()
+        except Exception as err:
+            return self._fault(err)
+        try:
+            result = work(state)
+        except BaseException:
+            if not manager.__exit__(*sys.exc_info()):
+                raise
+            raise AssertionError("a store must not swallow the guard's exceptions") from None
+        try:
+            manager.__exit__(None, None, None)
+        except Exception as err:
+            self._fault(err)
+            return result
+        self._recovered()
+        return result
+
+    def _fault(self, err: Exception) -> StoreFault:
+        reason = f"{type(err).__name__}: {err}"
+        with self._lock:
+            first = self._failing is None
+            self._failing = reason
+        if first:
+            log.warning("policy %s: the loop state store failed (%s); loop counting is off until it answers",
+                        self._policy_name, reason)
+        return StoreFault(reason)
+
+    def _recovered(self) -> None:
+        if self._failing is None:
+            return
+        with self._lock:
+            was, self._failing = self._failing, None
+        if was is not None:
+            log.warning("policy %s: the loop state store answers again; loop counting resumes",
+                        self._policy_name)
+
+
+def too_deep(call: ToolCall) -> bool:
+    """Whether the call's arguments nest lists and objects more than ``MAX_ARG_DEPTH`` deep."""
+    stack: list[tuple[Any, int]] = [(call.args, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_ARG_DEPTH:
+            return True
+        if isinstance(value, Mapping):
+            stack.extend((item, depth + 1) for item in value.values())
+        elif isinstance(value, list | tuple):
+            stack.extend((item, depth + 1) for item in value)
+    return False
+
+
+TOO_DEEP_FACTS = {"loops": "unchecked", "loops_reason": f"arguments nested more than {MAX_ARG_DEPTH} deep"}
+"""The metadata of a decision whose call the loop layers could not read."""

@@ -1,0 +1,219 @@
+"""The tree-sitter validator: JavaScript, TypeScript, Go, Rust, Java, C, C++, Ruby, PHP, shell, HTML, CSS.
+
+A syntax error is an ``ERROR`` or ``MISSING`` node.  The valid path is one
+parse.  Otherwise the gate blocks only what the write breaks:
+
+- constructs the grammar is known not to parse (``Grammar.stand_ins``) are
+  replaced by an identifier of the same length and the text parsed again;
+- with ``partial``, what is open at the end is closed — a string or comment
+  (``Grammar.tails``), then every bracket and keyword block still open,
+  after an optional filler for an unfinished statement — and the completed
+  text parsed again; an error that remains stands only when it starts
+  before the last line (or before the string or comment the completion
+  closed) and is not part of a short construct the text ends in;
+- an error the file already had before the write (same line, the edit's
+  shift applied) is not the write's doing.
+
+Every step is a linear parse or scan; the slow steps run only on a text
+with an error.  What each grammar can and cannot see is in docs/language.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from policy.runtime.gates.grammars import GRAMMARS, Grammar, GrammarUnavailable, parser
+from policy.runtime.gates.problems import INCOMPLETE, VALID, Problem, Verdict, invalid, unavailable
+
+_OPENERS = {"(": ")", "[": "]", "{": "}", "${": "}", "#{": "}", "$(": ")", "$((": "))", "{$": "}"}
+_CLOSERS = frozenset({")", "]", "}", "))"})
+_TRY = "try"
+"""On the closer stack: a ``try`` whose block closed but whose handler has not come yet."""
+FILLERS = (b" _", b" _;", b" : _", b" {}")
+"""Text tried after an unfinished statement (``x =``, ``a ?`` …, a declaration header with no body)."""
+FINAL_LINES = 2
+"""An error in the construct the text ends in, reaching the end and spanning fewer lines, is a cut-off."""
+_CLOSED_KINDS = ("string", "comment", "heredoc", "template", "text_block", "raw", "quote", "attribute_value")
+_SNIPPET_TEXT = 30
+
+
+@dataclass(frozen=True)
+class Site:
+    """One ``ERROR`` or ``MISSING`` node, in bytes of the UTF-8 text."""
+
+    start: int
+    end: int
+    missing: str | None
+    """The token tree-sitter expected, for a ``MISSING`` node."""
+
+
+def check_syntax_tree(name: str, text: str, partial: bool, before: str | None = None) -> Verdict:
+    """Check ``text`` with the named grammar; ``before`` is the file's text before the write."""
+    grammar = GRAMMARS[name]
+    try:
+        tree_parser = parser(name)
+    except GrammarUnavailable as error:
+        return unavailable(str(error))
+    data = text.encode("utf-8", "surrogateescape")
+    status, sites = _analyse(tree_parser, grammar, data, partial)
+    if status != "invalid":
+        return INCOMPLETE if status == "incomplete" else VALID
+    if before:
+        sites = _introduced(tree_parser, grammar, before.encode("utf-8", "surrogateescape"), data, sites,
+                            partial)
+        if not sites:
+            return VALID
+    return invalid(_problem(data, min(sites, key=lambda site: site.start)))
+
+
+def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> tuple[str, list[Site]]:
+    """``valid``, ``incomplete`` or ``invalid`` with the error sites that stand."""
+    tree = tree_parser.parse(data)
+    if not tree.root_node.has_error:
+        return "valid", []
+    if grammar.stand_ins:
+        data = _stand_in(data, grammar)
+        tree = tree_parser.parse(data)
+        if not tree.root_node.has_error:
+            return "valid", []
+    if not partial:
+        return "invalid", list(error_sites(tree))
+    first: list[Site] | None = None
+    for completed, closed in _completions(tree_parser, grammar, data, tree):
+        standing = _standing(data, completed, closed)
+        if not standing:
+            return "incomplete", []
+        first = standing if first is None else first
+    assert first is not None
+    return "invalid", first
+
+
+def _completions(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any) -> Iterator[tuple[Any, bool]]:
+    """Trees of the text with what is open at the end closed; True: a tail closed a string or comment."""
+    tails = [t.encode() for t in grammar.tails]
+    if grammar.heredoc is not None:
+        openers = list(grammar.heredoc.finditer(data))
+        if openers:
+            tails.append(b"\n" + openers[-1].group(2) + b"\n")
+    close = closers(tree, grammar)
+    for filler in (b"", *FILLERS):
+        yield tree_parser.parse(data + filler + close), False
+    for tail in tails:
+        with_tail = data + tail
+        yield tree_parser.parse(with_tail + closers(tree_parser.parse(with_tail), grammar)), True
+
+
+def _standing(data: bytes, tree: Any, closed: bool) -> list[Site]:
+    """The errors of a completed text that no append can change."""
+    content_end = len(data.rstrip())
+    threshold = data.rfind(b"\n", 0, content_end) + 1
+    if closed:
+        threshold = min(threshold, _closed_start(tree, content_end, threshold))
+    early = [site for site in error_sites(tree) if site.start < threshold]
+    if not early:
+        return []
+    last = max(early, key=lambda site: site.end)
+    if last.end >= content_end and data.count(b"\n", last.start, content_end) < FINAL_LINES:
+        early = [site for site in early if site.end < last.start]
+    return early
+
+
+def _closed_start(tree: Any, position: int, fallback: int) -> int:
+    """Start of the string, comment or heredoc that spans the end of the text (the tail closed it)."""
+    node = tree.root_node.descendant_for_byte_range(max(0, position - 1), position)
+    while node is not None and node.parent is not None:
+        if node.end_byte > position and any(kind in node.type for kind in _CLOSED_KINDS):
+            return int(node.start_byte)
+        node = node.parent
+    return fallback
+
+
+def error_sites(tree: Any) -> Iterator[Site]:
+    """Every ``ERROR`` and ``MISSING`` node, outermost only, visiting just the subtrees that hold one."""
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.is_error or node.is_missing:
+            yield Site(node.start_byte, node.end_byte, node.type if node.is_missing else None)
+        elif node.has_error:
+            stack.extend(reversed(node.children))
+
+
+def closers(tree: Any, grammar: Grammar) -> bytes:
+    """The closing brackets and keywords for every block still open at the end, innermost first."""
+    stack: list[str] = []
+    cursor = tree.walk()
+    while True:
+        node = cursor.node
+        if node.child_count == 0 and not node.is_missing:
+            _track(stack, node, grammar)
+        if cursor.goto_first_child():
+            continue
+        while not cursor.goto_next_sibling():
+            if not cursor.goto_parent():
+                separator = "\n" if grammar.keywords else ""
+                entries = (grammar.try_closer if entry == _TRY else entry for entry in reversed(stack))
+                text = separator.join(entries)
+                return (separator + text).encode() if stack else b""
+
+
+def _track(stack: list[str], node: Any, grammar: Grammar) -> None:
+    kind = node.type
+    if kind == _TRY and grammar.try_closer:
+        stack.append(_TRY)
+    elif kind in ("catch", "finally") and stack and stack[-1] == _TRY:
+        stack.pop()
+    elif kind in _OPENERS:
+        stack.append(_OPENERS[kind])
+    elif kind in _CLOSERS or (grammar.keywords and kind == grammar.keyword_closer):
+        if kind in stack:
+            while stack.pop() != kind:
+                pass
+    elif kind in grammar.keywords and not (node.parent is not None
+                                           and node.parent.type in grammar.modifier_parents):
+        stack.append(grammar.keyword_closer)
+
+
+def _stand_in(data: bytes, grammar: Grammar) -> bytes:
+    for pattern in grammar.stand_ins:
+        data = pattern.sub(lambda found: b"_" * len(found.group()), data)
+    return data
+
+
+def _introduced(tree_parser: Any, grammar: Grammar, old: bytes, data: bytes, sites: list[Site],
+                partial: bool) -> list[Site]:
+    """The sites of ``data`` on no line where ``old`` had an error (lines mapped across the edit)."""
+    status, previous = _analyse(tree_parser, grammar, old, partial)
+    if status != "invalid":
+        return sites
+    limit = min(len(old), len(data))
+    prefix = 0
+    while prefix < limit and old[prefix] == data[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < limit - prefix and old[-1 - suffix] == data[-1 - suffix]:
+        suffix += 1
+    shift = len(data) - len(old)
+    lines = set()
+    for site in previous:
+        if site.end <= prefix:
+            lines.add(data.count(b"\n", 0, site.start))
+        elif site.start >= len(old) - suffix:
+            lines.add(data.count(b"\n", 0, site.start + shift))
+    return [site for site in sites if data.count(b"\n", 0, site.start) not in lines]
+
+
+def _problem(data: bytes, site: Site) -> Problem:
+    line_start = data.rfind(b"\n", 0, site.start) + 1
+    line = data.count(b"\n", 0, site.start) + 1
+    column = len(data[line_start : site.start].decode("utf-8", "replace")) + 1
+    if site.missing is not None:
+        message = f"missing `{site.missing}`"
+    else:
+        found = data[site.start : site.end].decode("utf-8", "replace").strip().split("\n")[0]
+        if len(found) > _SNIPPET_TEXT:
+            found = found[:_SNIPPET_TEXT] + "…"
+        message = f"unexpected `{found}`" if found else "syntax error"
+    return Problem(message, line, column, f"tree-sitter: {message} at line {line}, column {column}")

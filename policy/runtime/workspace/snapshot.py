@@ -1,0 +1,129 @@
+"""A workspace snapshot: the covered files' paths, sizes and change times, packed.
+
+A snapshot is what the sweep compares: the paths of the files it covers
+(sorted, relative, ``/``-separated) and, for each, its size, modification
+time and status-change time in nanoseconds, packed into one ``bytes``
+(24 bytes a file).  Two snapshots of an unchanged workspace compare with two
+``==``; only when they differ are the changed entries looked for.
+"""
+
+from __future__ import annotations
+
+import base64
+import struct
+from bisect import bisect_left
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+RECORD = struct.Struct("<3q")
+"""One file's size, modification time and status-change time (ns)."""
+
+FileStat = tuple[str, int, int, int]
+"""A listed file: relative path, size, mtime_ns, ctime_ns (0 when the lister cannot tell)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Changes:
+    """What differs between two snapshots, by path."""
+
+    created: tuple[str, ...] = ()
+    modified: tuple[str, ...] = ()
+    deleted: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.created or self.modified or self.deleted)
+
+    @property
+    def changed(self) -> tuple[str, ...]:
+        """The files that exist after: created or modified, in path order."""
+        return tuple(sorted(self.created + self.modified))
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The covered files of a workspace at one moment."""
+
+    paths: tuple[str, ...] = ()
+    stats: bytes = b""
+    truncated: bool = False
+    """The walk stopped at the file limit: files beyond it are not covered."""
+
+    @classmethod
+    def of(cls, files: Iterable[FileStat], *, truncated: bool = False) -> Snapshot:
+        ordered = sorted(files)
+        stats = b"".join(RECORD.pack(size, mtime, ctime) for _, size, mtime, ctime in ordered)
+        return cls(tuple(entry[0] for entry in ordered), stats, truncated)
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def stat(self, path: str) -> tuple[int, int, int] | None:
+        """(size, mtime_ns, ctime_ns) of ``path``; None when the snapshot does not cover it."""
+        at = bisect_left(self.paths, path)
+        if at == len(self.paths) or self.paths[at] != path:
+            return None
+        size, mtime, ctime = RECORD.unpack_from(self.stats, at * RECORD.size)
+        return size, mtime, ctime
+
+    def changes(self, after: Snapshot) -> Changes:
+        """What ``after`` (a later snapshot) created, modified and deleted."""
+        if after.paths == self.paths:
+            if after.stats == self.stats:
+                return Changes()
+            return Changes(modified=tuple(self._differing(after)))
+        return self._merge(after)
+
+    def _differing(self, after: Snapshot) -> list[str]:
+        width = RECORD.size
+        before, now = self.stats, after.stats
+        return [path for index, path in enumerate(self.paths)
+                if before[index * width : (index + 1) * width] != now[index * width : (index + 1) * width]]
+
+    def _merge(self, after: Snapshot) -> Changes:
+        created: list[str] = []
+        modified: list[str] = []
+        deleted: list[str] = []
+        mine = dict(zip(self.paths, _records(self.stats), strict=True))
+        for path, record in zip(after.paths, _records(after.stats), strict=True):
+            previous = mine.pop(path, None)
+            if previous is None:
+                created.append(path)
+            elif previous != record:
+                modified.append(path)
+        deleted.extend(mine)
+        return Changes(tuple(created), tuple(modified), tuple(sorted(deleted)))
+
+    def replaced(self, path: str, stat: tuple[int, int, int] | None) -> Snapshot:
+        """This snapshot with one file's entry set (None: removed)."""
+        entries = {p: RECORD.unpack(r) for p, r in zip(self.paths, _records(self.stats), strict=True)}
+        if stat is None:
+            entries.pop(path, None)
+        else:
+            entries[path] = stat
+        return Snapshot.of(((p, *s) for p, s in entries.items()), truncated=self.truncated)
+
+    def to_json(self) -> dict[str, object]:
+        return {"paths": "\n".join(self.paths), "stats": base64.b64encode(self.stats).decode("ascii"),
+                "truncated": self.truncated}
+
+    @classmethod
+    def from_json(cls, data: object) -> Snapshot:
+        """Parse ``to_json`` output; anything else raises ``ValueError``."""
+        if not isinstance(data, dict):
+            raise ValueError("a snapshot must be an object")
+        paths, stats, truncated = data.get("paths"), data.get("stats"), data.get("truncated", False)
+        if not isinstance(paths, str) or not isinstance(stats, str) or not isinstance(truncated, bool):
+            raise ValueError("a snapshot needs paths (text), stats (base64) and truncated (boolean)")
+        try:
+            packed = base64.b64decode(stats, validate=True)
+        except ValueError:
+            raise ValueError("snapshot stats are not base64") from None
+        names = tuple(paths.split("\n")) if paths else ()
+        if len(packed) != len(names) * RECORD.size or list(names) != sorted(names):
+            raise ValueError("snapshot paths and stats do not agree")
+        return cls(names, packed, truncated)
+
+
+def _records(stats: bytes) -> list[bytes]:
+    width = RECORD.size
+    return [stats[offset : offset + width] for offset in range(0, len(stats), width)]

@@ -1,0 +1,190 @@
+"""The guard's watch over the agent's files: shell writes gated, sweeps, progress, follow-ups.
+
+The guard calls it at each event; everything it remembers lives in the
+scope's ``WorkspaceState`` (``state.files``), so it works with every store.
+
+- before a command: the writes its text determines (``policy.runtime.gates.shell_writes``) are
+  gated like ``write_file`` calls;
+- after a command: the workspace is snapshot once (the scope's previous snapshot is the
+  "before"), and the sweep checks what changed;
+- progress: with ``workspace { progress on }``, a call made progress when it brought the
+  workspace's content fingerprint to a value not seen in this run;
+- incomplete prefixes are remembered and followed up (``follow_up``).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from policy.model.compiled import WRITING_ROLES, CompiledPolicy
+from policy.model.decision import Decision
+from policy.model.events import ToolCall
+from policy.runtime.gates.bounds import TooLarge
+from policy.runtime.gates.effects import FileEffect
+from policy.runtime.gates.gate import check_effect, matching_gate
+from policy.runtime.gates.shell_writes import shell_writes
+from policy.runtime.workspace.base import Workspace
+from policy.runtime.workspace.coverage import Coverage
+from policy.runtime.workspace.follow_up import notice, touches
+from policy.runtime.workspace.progress import advance, content_digest, record
+from policy.runtime.workspace.snapshot import Snapshot
+from policy.runtime.workspace.state import WorkspaceState
+from policy.runtime.workspace.sweep import sweep, sweep_decision
+
+ReadFile = Callable[[str], "str | None"]
+
+STARTED = "started"
+PREDICTED = "predicted"
+WRITTEN = "written"
+NOTICE = "notice"
+
+
+@dataclass(slots=True)
+class CommandCheck:
+    """What the gates say about a command's own writes, and what to remember until its result."""
+
+    decision: Decision
+    pending: dict[str, Any] = field(default_factory=dict)
+
+
+def coverage_of(policy: CompiledPolicy) -> Coverage:
+    """The files a snapshot covers: every gate's globs and the workspace's ``track`` globs."""
+    globs = [glob for gate in policy.gates for glob in gate.globs]
+    if policy.workspace is not None:
+        globs.extend(policy.workspace.track)
+    return Coverage(globs)
+
+
+class FileWatch:
+    """One policy's watch over one workspace (or none: then only shell writes and follow-ups)."""
+
+    def __init__(self, policy: CompiledPolicy, read_file: ReadFile, workspace: Workspace | None) -> None:
+        self.policy = policy
+        self.read_file = read_file
+        rule = policy.workspace
+        self.workspace = workspace if rule is not None and (rule.sweep or rule.progress) else None
+        self.coverage = coverage_of(policy)
+        self.sweeps = self.workspace is not None and rule is not None and rule.sweep and bool(policy.gates)
+        self.progress = self.workspace is not None and rule is not None and rule.progress
+        self.shell_writes = rule is not None and rule.shell_writes and bool(policy.gates)
+
+    # --- before a call ---------------------------------------------------------
+
+    def check_command(self, call: ToolCall, command: str) -> CommandCheck | None:
+        """Gate the writes the command's text determines, in order, each on what the ones before left;
+        None when it writes nothing the gates cover."""
+        if not self.shell_writes:
+            return None
+        check = CommandCheck(Decision(call_id=call.id))
+        texts: dict[str, str | None] = {}
+        written: dict[str, bool] = {}
+        for write in shell_writes(command):
+            path = write.path
+            gate = matching_gate(self.policy.gates, path)
+            try:
+                before = texts[path] if path in texts else self.read_file(path)
+            except TooLarge:
+                return None  # a file too large to check: not gated before it runs
+            after = (before or "") + write.text if write.append else write.text
+            texts[path] = after
+            if gate is None or after == before:
+                continue
+            decision = check_effect(self.policy, gate, call, FileEffect(path, before, after), writes=True)
+            if decision.action == "block":
+                return CommandCheck(decision)
+            written[path] = bool(decision.metadata.get("incomplete"))
+        if not written:
+            return None
+        check.pending[WRITTEN] = written
+        check.pending[PREDICTED] = {self._relative(path): content_digest(texts[path]) for path in written}
+        return check
+
+    def write_pending(self, effect: FileEffect, decision: Decision) -> dict[str, Any]:
+        """What an allowed write leaves to remember: whether it left its file an incomplete prefix."""
+        return {WRITTEN: {effect.path: bool(decision.metadata.get("incomplete"))}}
+
+    def needs_snapshot(self, call: ToolCall) -> bool:
+        return self.workspace is not None and self.policy.tool(call.name).role == "run"
+
+    def snapshot(self) -> Snapshot | None:
+        return self.workspace.snapshot(self.coverage) if self.workspace is not None else None
+
+    def before_run(self, state: WorkspaceState, pending: dict[str, Any]) -> None:
+        """Note when the command starts; the first command of a scope takes the "before" snapshot."""
+        if self.workspace is None:
+            return
+        if state.latest is None:
+            state.latest = self.snapshot()
+        pending[STARTED] = time.time_ns()
+
+    # --- turns ---------------------------------------------------------------
+
+    def on_turn(self, state: WorkspaceState, calls: Sequence[ToolCall],
+                pending: Callable[[str], dict[str, Any]]) -> None:
+        """A new batch: a file still incomplete that the batch does not go on with is followed up on
+        the batch's first result (a call that names it, on that call's own)."""
+        for path in list(state.incomplete):  # usually none
+            if any(touches(self.policy, call, path) is not None for call in calls):
+                continue
+            entry = pending(calls[0].id)
+            entry[NOTICE] = [*entry.get(NOTICE, []), path]
+
+    # --- after a call --------------------------------------------------------
+
+    def on_result(self, state: WorkspaceState, call: ToolCall, pending: dict[str, Any], failed: bool,
+                  after: Snapshot | None) -> tuple[list[Decision], bool | None]:
+        """The sweep's and the follow-up's decisions, and whether the call made progress (None: this
+        watch cannot tell; the guard falls back on the call's kind)."""
+        written: dict[str, bool] = pending.get(WRITTEN) or {}
+        if after is None and not written and not state.incomplete and not self.progress:
+            return [], None
+        decisions: list[Decision] = []
+        spec = self.policy.tool(call.name)
+        fingerprint = state.fingerprint
+        progress: bool | None = None
+        if spec.role == "run" and after is not None and self.workspace is not None:
+            before = state.latest if state.latest is not None else after
+            result = sweep(self.policy, self.workspace, state, before, after,
+                           started_ns=int(pending.get(STARTED) or 0), predicted=pending.get(PREDICTED) or {})
+            state.latest = after
+            command = spec.arg("command", call.args)
+            if self.sweeps:
+                text = command if isinstance(command, str) else ""
+                decisions.append(sweep_decision(self.policy, call, text, result))
+            progress = advance(state, fingerprint) if self.progress else None
+        elif spec.role in WRITING_ROLES and self.progress:
+            progress = self._write_progress(state, call, fingerprint)
+        if not failed:
+            for path, incomplete in written.items():
+                if incomplete:
+                    state.incomplete[path] = {"call": call.id}
+                else:
+                    state.incomplete.pop(path, None)
+        for path in list(state.incomplete):
+            if path in written:
+                continue
+            if path in (pending.get(NOTICE) or ()) or touches(self.policy, call, path) == "other":
+                decision = notice(self.policy, call, path, self.read_file(path))
+                del state.incomplete[path]
+                if decision is not None:
+                    decisions.append(decision)
+        return decisions, progress
+
+    def _write_progress(self, state: WorkspaceState, call: ToolCall, fingerprint: int) -> bool | None:
+        assert self.workspace is not None
+        named = self.policy.tool(call.name).arg("path", call.args)
+        path = self.workspace.relative(named) if isinstance(named, str) else None
+        if path is None or not self.coverage.covers(posixpath.basename(path), path):
+            return None
+        record(state, path, content_digest(self.workspace.read(path)))
+        return advance(state, fingerprint)
+
+    def _relative(self, path: str) -> str:
+        if self.workspace is None:
+            return path
+        return self.workspace.relative(path) or path
+

@@ -1,0 +1,209 @@
+"""The tree-sitter gates: what blocks, what a block says, chunked writes, old errors, lazy loading."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from policy.language.loader import check_policy, load_policy
+from policy.model.compiled import SYNTAX_TREE_LANGUAGES, CompiledPolicy
+from policy.model.events import ToolCall
+from policy.runtime.gates import check_write
+from policy.runtime.gates import grammars as grammars_module
+from policy.runtime.gates.grammars import GRAMMARS, GrammarUnavailable
+from policy.runtime.gates.syntax_tree import check_syntax_tree
+
+EXTENSIONS = {"javascript": "js", "typescript": "ts", "tsx": "tsx", "go": "go", "rust": "rs", "java": "java",
+              "c": "c", "cpp": "cpp", "ruby": "rb", "php": "php", "shell": "sh", "html": "html", "css": "css"}
+
+
+@pytest.fixture(scope="module")
+def policy(tmp_path_factory: pytest.TempPathFactory) -> CompiledPolicy:
+    gates = "\n".join(f'gate {name} {{ files "*.{EXTENSIONS[name]}"; check {name}; partial allow }}'
+                      for name in SYNTAX_TREE_LANGUAGES)
+    path = tmp_path_factory.mktemp("policy") / "team.policy"
+    path.write_text('policy "team" {}\ntool write_file { writes path=path content=content append=append }\n'
+                    "tool str_replace { edits path=path old=old_str new=new_str }\n" + gates + "\n")
+    return load_policy(path)
+
+
+def write(policy: CompiledPolicy, path: str, content: str, files: dict[str, str] | None = None,
+          append: bool = False) -> Any:
+    call = ToolCall(id="c1", name="write_file", args={"path": path, "content": content, "append": append})
+    return check_write(policy, call, (files or {}).get)
+
+
+def edit(policy: CompiledPolicy, path: str, old: str, new: str, files: dict[str, str]) -> Any:
+    call = ToolCall(id="c1", name="str_replace", args={"path": path, "old_str": old, "new_str": new})
+    return check_write(policy, call, files.get)
+
+
+VALID = {
+    "javascript": "export function total(items) {\n  return items.reduce((a, b) => a + b, 0);\n}\n",
+    "typescript": "export interface Point { x: number }\nexport const p: Point = { x: 1 };\n",
+    "tsx": "export const App = () => <div className=\"a\">{1 + 2}</div>;\n",
+    "go": "package main\n\nfunc main() {\n\tprintln(\"hi\")\n}\n",
+    "rust": "fn main() {\n    let v: Vec<i32> = vec![1, 2];\n    println!(\"{:?}\", v);\n}\n",
+    "java": "class A {\n  int f(int x) { return x + 1; }\n}\n",
+    "c": "#include <stdio.h>\nint main(void) {\n  printf(\"hi\\n\");\n  return 0;\n}\n",
+    "cpp": "#include <vector>\nint main() {\n  std::vector<int> v{1, 2};\n  return v.size();\n}\n",
+    "ruby": "class A\n  def f(x)\n    x + 1\n  end\nend\n",
+    "php": "<?php\nfunction f($x) {\n  return $x + 1;\n}\n",
+    "shell": "#!/bin/sh\nif [ -f x ]; then\n  echo yes\nfi\n",
+    "html": "<!DOCTYPE html>\n<html><body><p class=\"a\">hi</p></body></html>\n",
+    "css": "a { color: red; }\n.b > c { margin: 0 auto; }\n",
+}
+BROKEN = {
+    "javascript": ("function f() {\n  return (1;\n}\nf();\n", 2),
+    "typescript": ("const a: number = (1;\nconst b = 2;\n", 1),
+    "tsx": ("const a = (1;\nconst b = 2;\n", 1),
+    "go": ("package main\n\nfunc main() {\n\tx := 1)\n\tprintln(x)\n}\n", 4),
+    "rust": ("fn main() {\n    let x = (1;\n    println!(\"{}\", x);\n}\n", 2),
+    "java": ("class A {\n  int f(int x) { return (x + 1; }\n}\n", 2),
+    "c": ("int main(void) {\n  return (1;\n}\n", 2),
+    "cpp": ("int main() {\n  return (1;\n}\n", 2),
+    "ruby": ("def f(x)\n  x + )\nend\n", 2),
+    "php": ("<?php\nfunction f($x) {\n  return ($x;\n}\n", 3),
+    "shell": ("if [ -f x ]; then\n  echo )\nfi\n", 2),
+    "html": ("<div>\n<p>hi</p\n<p>x</p>\n</div>\n", 3),
+    "css": ("a { color: red;; }\nb { margin: 0; }\nc { top: 1px; }\n", 1),
+}
+
+
+@pytest.mark.parametrize("language", SYNTAX_TREE_LANGUAGES)
+def test_valid_code_is_allowed(language: str, policy: CompiledPolicy) -> None:
+    assert write(policy, f"m.{EXTENSIONS[language]}", VALID[language]).action == "allow"
+
+
+@pytest.mark.parametrize("language", SYNTAX_TREE_LANGUAGES)
+def test_a_syntax_error_is_blocked_at_its_line(language: str, policy: CompiledPolicy) -> None:
+    text, line = BROKEN[language]
+    decision = write(policy, f"m.{EXTENSIONS[language]}", text)
+    assert decision.action == "block"
+    assert decision.metadata["line"] == line
+    assert decision.metadata["validator"] == language
+    assert "^" in decision.metadata["snippet"]
+
+
+def test_a_block_says_what_tree_sitter_expected(policy: CompiledPolicy) -> None:
+    decision = write(policy, "app.js", "function f() {\n  return g(1;\n}\nf();\n")
+    assert decision.metadata["message"] == "missing `)`"
+    assert (decision.metadata["line"], decision.metadata["column"]) == (2, 13)
+    assert "app.js was not written: missing `)` at line 2, column 13." in decision.hint
+    assert decision.metadata["snippet"] == "1 | function f() {\n2 |   return g(1;\n  |             ^"
+
+
+@pytest.mark.parametrize("prefix", [
+    "function f(a, b) {\n  if (a) {\n    return [a,\n",       # open brackets
+    "/**\n * Adds things.\n",                                    # a block comment
+    "const s = `line one\nline two ${x}\n",                      # a template literal
+    "export class A {\n  m(): void\n",                           # a method header with no body
+    "const x =\n",                                               # an unfinished statement
+])
+def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, policy: CompiledPolicy) -> None:
+    decision = write(policy, "app.ts", prefix)
+    assert (decision.action, decision.metadata.get("incomplete")) == ("allow", True)
+
+
+@pytest.mark.parametrize(("language", "prefix"), [
+    ("shell", "cat <<EOF\nhello\n"),
+    ("shell", "for f in *; do\n  echo \"$f\"\n"),
+    ("ruby", "class A\n  def f(x)\n    x + 1\n"),
+    ("php", "<?php\n$s = <<<EOT\nhello\n"),
+    ("go", "package a\n\nfunc f() {\n\tx := 1\n"),
+    ("css", "a {\n  color: red;\n"),
+])
+def test_incomplete_prefixes_of_other_languages(language: str, prefix: str, policy: CompiledPolicy) -> None:
+    assert write(policy, f"m.{EXTENSIONS[language]}", prefix).metadata.get("incomplete") is True
+
+
+def test_an_error_followed_by_more_text_blocks_even_in_a_prefix(policy: CompiledPolicy) -> None:
+    files = {"app.js": "function f(a) {\n"}
+    chunk = "  const x = g(a;\n  const y = 2;\n  return x + y;\n"
+    decision = write(policy, "app.js", chunk, files, append=True)
+    assert decision.action == "block"
+    assert decision.metadata["line"] == 2
+
+
+def test_without_partial_an_incomplete_text_blocks(tmp_path: Path) -> None:
+    path = tmp_path / "p.policy"
+    path.write_text('policy "p" {}\ntool write_file { writes path=path content=content }\n'
+                    'gate js { files "*.js"; check javascript }\n')
+    decision = write(load_policy(path), "a.js", "function f() {\n  return 1;\n")
+    assert decision.action == "block"
+
+
+C_WITH_SPLIT_BRACES = (
+    '#ifdef __cplusplus\nextern "C" {\n#endif\n\nint add(int a, int b);\n\n'
+    "#ifdef __cplusplus\n}\n#endif\n"
+)
+
+
+def test_an_error_the_file_already_had_is_not_the_edits_doing(policy: CompiledPolicy) -> None:
+    # tree-sitter cannot parse the file as it is
+    assert check_syntax_tree("c", C_WITH_SPLIT_BRACES, False).status == "invalid"
+    files = {"api.c": C_WITH_SPLIT_BRACES}
+    assert edit(policy, "api.c", "int add(int a, int b);", "int add(int a, int b);\nint sub(int a, int b);",
+                files).action == "allow"
+    broken = edit(policy, "api.c", "int add(int a, int b);", "int add(int a, int b;", files)
+    assert broken.action == "block"
+    assert broken.metadata["line"] == 5
+
+
+def test_typescript_import_types_are_not_errors(policy: CompiledPolicy) -> None:
+    text = 'export declare const a: import("./types").Fn<\n  Date,\n  number\n>;\n'
+    assert write(policy, "a.d.ts", text).action == "allow"
+
+
+def test_a_grammar_that_does_not_load_lets_the_write_through(
+    policy: CompiledPolicy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def missing(name: str) -> Any:
+        raise GrammarUnavailable(f"the {name} grammar does not load")
+
+    monkeypatch.setattr(grammars_module, "_THREAD", type("Empty", (), {})())
+    monkeypatch.setattr(grammars_module, "_language", missing)
+    decision = write(policy, "a.go", "package a\nfunc (\n")
+    assert decision.action == "allow"
+    assert decision.metadata["checker"] == "unavailable"
+    assert "go grammar does not load" in decision.metadata["reason"]
+
+
+def test_every_grammar_loads_from_its_wheel() -> None:
+    for name in GRAMMARS:
+        assert check_syntax_tree(name, "", False).status == "valid"
+
+
+def test_lint_knows_every_language_and_suggests_the_closest(tmp_path: Path) -> None:
+    path = tmp_path / "p.policy"
+    path.write_text('tool write_file { writes path=path content=content }\n'
+                    'gate js { files "*.js"; check javscript }\n')
+    [diagnostic] = check_policy(path).diagnostics
+    assert (diagnostic.code, diagnostic.message) == ("E501", "unknown validator `javscript`")
+    assert diagnostic.help is not None and diagnostic.help.startswith("did you mean `javascript`?")
+    for name in SYNTAX_TREE_LANGUAGES:
+        path.write_text(f'tool write_file {{ writes path=path content=content }}\n'
+                        f'gate g {{ files "*.x"; check {name} }}\n')
+        assert check_policy(path).diagnostics == [], name
+
+
+def test_a_policy_gating_only_python_never_imports_tree_sitter(tmp_path: Path) -> None:
+    path = tmp_path / "p.policy"
+    path.write_text('tool write_file { writes path=path content=content }\n'
+                    'gate python { files "*.py"; check python; partial allow }\n')
+    script = (
+        "import sys\n"
+        "from policy.language.loader import load_policy\n"
+        "from policy.model.events import ToolCall\n"
+        "from policy.runtime.gates import check_write\n"
+        f"policy = load_policy({str(path)!r})\n"
+        "call = ToolCall(id='c', name='write_file', args={'path': 'a.py', 'content': 'def f(:\\n'})\n"
+        "assert check_write(policy, call, lambda p: None).action == 'block'\n"
+        "print(sorted(m for m in sys.modules if m.startswith('tree_sitter')))\n"
+    )
+    output = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert output.strip() == "[]"
