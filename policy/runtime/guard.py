@@ -87,7 +87,16 @@ class Guard:
         """Loop layers over a batch.  ``stop``: end the run; ``warn`` (without its text, see
         ``render``): delivered with that call's result, or by ``take_warnings``."""
         try:  # inline rather than through ``_guarded``: this runs on every model turn
-            return self._on_turn(calls, scope)
+            if not calls:
+                return ALLOW
+            if len(calls) == 1:  # the common batch: no list to build
+                readable = calls if not too_deep(calls[0]) else ()
+            else:
+                readable = [call for call in calls if not too_deep(call)]
+            if not readable:
+                return Decision(metadata=TOO_DEEP_FACTS)
+            decision = self._turn(readable, scope)
+            return decision if len(readable) == len(calls) else _with_facts(decision, TOO_DEEP_FACTS)
         except Exception as err:
             return self._fault("turn", err)
 
@@ -162,12 +171,8 @@ class Guard:
 
     # --- implementation -----------------------------------------------------
 
-    def _on_turn(self, calls: Sequence[ToolCall], scope: Scope) -> Decision:
-        if not calls:
-            return ALLOW
-        readable = [call for call in calls if not too_deep(call)]
-        if not readable:
-            return Decision(metadata=TOO_DEEP_FACTS)
+    def _turn(self, readable: Sequence[ToolCall], scope: Scope) -> Decision:
+        """The loop layers over the calls they can read; a warning stored for its delivery."""
 
         def work(state: ScopeState) -> Decision:
             decision = self._loops.on_turn(state, readable, render=False)
@@ -179,14 +184,15 @@ class Guard:
                     _queue(state, entry)
                 else:
                     _pending(state, decision.call_id)[_WARNING] = entry
-            if decision.action != "stop":
+            if decision.action != "stop" and state.files.incomplete:  # files left incomplete: rare
                 self._files.on_turn(state.files, readable, lambda call_id: _pending(state, call_id))
             return decision
 
+        memory = self._state.memory
+        if memory is not None:  # runs on every model turn: straight to the store that cannot fault
+            return memory.run(scope, work)
         decision = self._state.run(scope, work)
-        if isinstance(decision, StoreFault):
-            return Decision(metadata=decision.facts())
-        return decision if len(readable) == len(calls) else _with_facts(decision, TOO_DEEP_FACTS)
+        return Decision(metadata=decision.facts()) if isinstance(decision, StoreFault) else decision
 
     def _on_call(self, call: ToolCall, scope: Scope) -> Decision:
         """The gate's verdict first, from the call alone; the store only adds loop counting to it."""

@@ -109,7 +109,7 @@ class RepeatLayer(Layer[RepeatState]):
         self, state: RepeatState, calls: Sequence[ToolCall], call_keys: Sequence[str]
     ) -> Finding | None:
         """Count the batch (its calls and their keys); a stop, an unmarked warning candidate, or None."""
-        key = fingerprint(batch_key(call_keys))
+        key = fingerprint(call_keys[0] if len(call_keys) == 1 else batch_key(call_keys))
         state.turns += 1
         keys = state.keys + key
         results = state.results + TOMBSTONE
