@@ -1,6 +1,6 @@
 """HarnessGuardMiddleware.after_model against DeerFlow's own LoopDetectionMiddleware.after_model.
 
-    .venv/bin/python bench/bench_deerflow.py [--rounds 5] [--turns 4000] [--no-logging]
+    .venv/bin/python bench/bench_deerflow.py [--rounds 5] [--turns 4000] [--no-logging] [--warm-caches]
 
 The baseline, ``DeerFlowLoopDetection`` below, restates DeerFlow's middleware
 method for method (bytedance/deer-flow, ``backend/packages/harness/deerflow/
@@ -25,7 +25,10 @@ call, in run scopes of 25 turns: 20 distinct commands, then one command five
 times, so each scope has one warning (3rd) and one stop (5th) under the
 ``builtin:deerflow`` policy, DeerFlow's defaults.  Each turn is what the agent
 loop does: ``after_model`` (timed), then the tool call and the next model
-request (not timed; the guard's ``wrap_tool_call`` and both ``wrap_model_call``s),
+request (not timed; the guard's ``wrap_tool_call`` and both ``wrap_model_call``s,
+and for both sides the same ``rest_of_the_turn``: the tool's 1.4 KB answer joins
+the conversation, which is serialised as the next request, and 8 MB are written,
+as the tool's process would evict the core's caches; ``--warm-caches`` skips that),
 each scope entered with ``before_agent`` and left with ``after_agent``.
 
 Logging.  By default as DeerFlow's gateway sets it up (``production_logging``):
@@ -389,8 +392,35 @@ def scope_states(scope: int) -> list[tuple[dict[str, Any], str]]:
     return states
 
 
+TOOL_OUTPUT = "".join(f"src/module_{n}/file_{n}.py: {n * 37 % 1000} lines, last changed {n} days ago\n"
+                      for n in range(25))
+"""A bash result of 1.4 KB (typical of real coding-agent sessions)."""
+
+
 def tool_answer(request: ToolCallRequest) -> ToolMessage:
-    return ToolMessage(content="ok", tool_call_id=request.tool_call["id"], name=request.tool_call["name"])
+    return ToolMessage(content=TOOL_OUTPUT, tool_call_id=request.tool_call["id"],
+                       name=request.tool_call["name"])
+
+
+EVICT_BYTES = 8 << 20
+"""Memory written between turns, more than a core's own caches hold: what the tool's process (a
+process start alone touches more) and the model client leave of a middleware's code and data
+in them.  0 with ``--warm-caches``."""
+
+
+def rest_of_the_turn(conversation: list[dict[str, Any]], call: dict[str, Any]) -> None:
+    """What runs between two ``after_model`` calls in any deployment, the same for both sides: the
+    tool's answer joins the conversation, the next model request is serialised as a chat client
+    sends it, and ``EVICT_BYTES`` are written (the tool's process and the model's round trip
+    themselves are left out).  Without it, a middleware that does nothing between turns would
+    start every timed call with its code and data still in the core's caches, and one that
+    reads the tool's result (the guard's ``wrap_tool_call``) from caches that result evicted;
+    no real agent loop gives either side warm caches."""
+    conversation.append({"role": "assistant", "tool_calls": [call]})
+    conversation.append({"role": "tool", "tool_call_id": call["id"], "content": TOOL_OUTPUT})
+    json.dumps({"model": "scripted", "messages": conversation})
+    if EVICT_BYTES:
+        bytearray(EVICT_BYTES)  # written through: zeroed
 
 
 class _Request:
@@ -409,6 +439,7 @@ def run_scope(impl: str, middleware: Any, scope: int, states: list[tuple[dict[st
     request = _Request(runtime)
     clock = time.perf_counter_ns
     middleware.before_agent({"messages": []}, runtime)
+    conversation: list[dict[str, Any]] = [{"role": "user", "content": "Fix the failing tests."}]
     for state, path in states:
         start = clock()
         update = middleware.after_model(state, runtime)
@@ -418,6 +449,7 @@ def run_scope(impl: str, middleware: Any, scope: int, states: list[tuple[dict[st
             tool_runtime = Runtime(context=runtime.context)
             middleware.wrap_tool_call(ToolCallRequest(tool_call=call, tool=None, state=state,
                                                       runtime=tool_runtime), tool_answer)
+        rest_of_the_turn(conversation, state["messages"][-1].tool_calls[0])
         middleware.wrap_model_call(request, lambda r: None)
     middleware.after_agent({"messages": []}, runtime)
 
@@ -440,7 +472,12 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--turns", type=int, default=4000)
     parser.add_argument("--no-logging", action="store_true", help="no log records on either side")
+    parser.add_argument("--warm-caches", action="store_true",
+                        help="nothing evicts the core's caches between turns (see rest_of_the_turn)")
     options = parser.parse_args()
+    if options.warm_caches:
+        global EVICT_BYTES
+        EVICT_BYTES = 0
     if options.no_logging:
         logging.disable(logging.CRITICAL)
     else:
@@ -466,6 +503,7 @@ def main() -> int:
             ratios[path].append(ours / theirs)
 
     logs = "logging off" if options.no_logging else "logging as in production"
+    logs += ", caches warm" if options.warm_caches else ""
     print(f"HarnessGuardMiddleware.after_model vs DeerFlow's after_model: {options.turns} turns, "
           f"{options.rounds} rounds, {logs}; median wall microseconds per call (range over rounds)")
     print(f"{'path':<6} {'policyctl':>18} {'deerflow':>18} {'ratio':>6} {'range':>13}")

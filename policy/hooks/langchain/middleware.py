@@ -203,7 +203,8 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if message is None or not message.tool_calls:
             return None
         scope = self._node_scope(runtime)
-        decision = self._pending_stop(scope) or self.guard.on_turn(_tool_calls(message), scope)
+        stop = self._pending_stop(scope) if self._stops else None  # no run stopped: the common case
+        decision = stop or self.guard.on_turn(_tool_calls(message), scope)
         if decision.action != "stop":  # the common case: nothing to change in the state
             return None
         return self._stopped(message, decision, scope, runtime.context)

@@ -273,7 +273,16 @@ def _tombstone_through(state: RepeatState, turn: int) -> None:
 
 def _forget_absent(state: RepeatState) -> None:
     """A warning mark lasts while its batch still counts in the window."""
-    state.warned = [key for key in state.warned if _aligned(state.keys, key, len(state.keys))]
+    keys = state.keys
+    state.warned = [key for key in state.warned if _present(keys, key)]
+
+
+def _present(keys: bytes, key: bytes) -> bool:
+    """Is ``key`` one of the entries (not only bytes straddling two)?"""
+    offset = keys.find(key)
+    while offset % DIGEST and offset >= 0:
+        offset = keys.find(key, offset + 1)
+    return offset >= 0
 
 
 def _drop_stale(state: RepeatState) -> None:
