@@ -17,9 +17,12 @@ installed (``node --check``, TypeScript's parser, ``gofmt -e``,
 2. Real errors are blocked: a deleted ``)`` or ``}``, a stray ``)`` and a
    string whose closing quote is deleted, at real code tokens, in a chunk
    that goes on with the file's own non-blank text, appended to the valid
-   text before it.  A deletion that the chunk's end could still close
-   (the text with the closer appended parses) is not an error of the
-   chunk and is not counted.
+   text before it.  A deletion that some continuation could still close
+   is not an error of the chunk and is not counted: the file parses again
+   with the closer written at the chunk's end (followed by the file's text
+   from there, or from just after the deleted token: a string that may
+   span lines), after the comment or string the chunk ends in, or at the
+   end of the file.
 
 CI checks a sample of each language's files (``SAMPLE``, 48 KB at most,
 fewer chunkings); set ``POLICYCTL_CORPUS_FULL=1`` for every file up to 200 KB
@@ -68,11 +71,11 @@ SITES_PER_KIND = 3
 WORKERS = max(1, min(4, os.cpu_count() or 1))
 DEFAULT_GATED = ("javascript", "go")
 REQUIRED_BLOCK_RATE = {
-    "javascript": 0.85, "typescript": 0.80, "tsx": 0.75, "go": 0.74, "rust": 0.68, "java": 0.61, "c": 0.95,
-    "cpp": 0.82, "ruby": 0.59, "php": 0.78, "shell": 0.75, "html": 0.89, "css": 0.75,
+    "javascript": 0.91, "typescript": 0.95, "tsx": 0.93, "go": 0.88, "rust": 0.92, "java": 0.91, "c": 0.85,
+    "cpp": 0.83, "ruby": 0.82, "php": 0.88, "shell": 0.84, "html": 0.89, "css": 0.92,
 }
 """Per-language floor for injected errors: the CI sample's measured rate less 5 points (the issue asks
-95 %; the gate does not reach it for most languages, see the README)."""
+95 %; the README gives each language's figures)."""
 EXTENSION = {"javascript": "js", "typescript": "ts", "tsx": "tsx", "go": "go", "rust": "rs", "java": "java",
              "c": "c", "cpp": "cpp", "ruby": "rb", "php": "php", "shell": "sh", "html": "html", "css": "css"}
 STRING_NODES = {"string", "string_literal", "interpreted_string_literal", "template_string", "string_value",
@@ -321,6 +324,21 @@ def mutations(tree: Any) -> dict[str, list[Mutation]]:
     return found
 
 
+def _extendable(grammar_parser: Any, tree: Any, data: bytes, mutated: bytes, end: int, cut: int,
+                closer: bytes) -> bool:
+    """Whether some continuation of the chunk makes the file valid again: the deleted closer written at
+    the chunk's end (then the original text from the chunk's end, or from just after the deleted token),
+    after the comment or string the chunk ends in, or at the end of the file."""
+    shift = len(mutated) - len(data)
+    after = mutated[: cut + shift]
+    repairs = [after + closer + data[cut:], after + closer + data[end:], mutated + closer]
+    spanning = tree.root_node.descendant_for_byte_range(cut, cut)
+    if spanning is not None and spanning.start_byte < cut < spanning.end_byte and spanning.child_count == 0:
+        resume = spanning.end_byte + shift
+        repairs.append(mutated[:resume] + closer + mutated[resume:])
+    return any(not grammar_parser.parse(repaired).root_node.has_error for repaired in repairs)
+
+
 @dataclass
 class InjectionRun:
     cases: int = 0
@@ -347,9 +365,8 @@ def inject_errors(language: str, file: str) -> InjectionRun:
                     continue
                 cut = starts[last] + len(new) - (end - start)
                 after = mutated[:cut]
-                repaired = after + closer + data[starts[last] :]
-                if closer and not grammar_parser.parse(repaired).root_node.has_error:
-                    continue  # the chunk's end could still close it: not an error yet
+                if closer and _extendable(grammar_parser, tree, data, mutated, end, starts[last], closer):
+                    continue  # text after the chunk could still close it: not an error yet
                 sandbox = Sandbox()
                 sandbox.files[target] = data[: starts[first]].decode()
                 decision = sandbox.write(target, after[starts[first] :].decode("utf-8", "surrogateescape"),

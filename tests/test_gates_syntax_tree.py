@@ -14,7 +14,7 @@ from policy.model.compiled import SYNTAX_TREE_LANGUAGES, CompiledPolicy
 from policy.model.events import ToolCall
 from policy.runtime.gates import check_write
 from policy.runtime.gates import grammars as grammars_module
-from policy.runtime.gates.grammars import GRAMMARS, GrammarUnavailable
+from policy.runtime.gates.grammars import GRAMMARS, GrammarUnavailable, parser
 from policy.runtime.gates.syntax_tree import check_syntax_tree
 
 EXTENSIONS = {"javascript": "js", "typescript": "ts", "tsx": "tsx", "go": "go", "rust": "rs", "java": "java",
@@ -138,18 +138,38 @@ def test_without_partial_an_incomplete_text_blocks(tmp_path: Path) -> None:
 
 
 C_WITH_SPLIT_BRACES = (
-    '#ifdef __cplusplus\nextern "C" {\n#endif\n\nint add(int a, int b);\n\n'
-    "#ifdef __cplusplus\n}\n#endif\n"
+    '#ifndef API_H\n#define API_H\n#ifdef __cplusplus\nextern "C" {\n#endif\n\nint add(int a, int b);\n\n'
+    "#if 0\nnot C at all (\n#else\nint sub(int a, int b);\n#endif\n"
+    "#ifdef __cplusplus\n}\n#endif\n#endif\n"
 )
 
 
+def test_preprocessor_conditionals_parse_one_branch(policy: CompiledPolicy) -> None:
+    # tree-sitter alone cannot parse the file: the braces are split across conditionals
+    assert parser("c").parse(C_WITH_SPLIT_BRACES.encode()).root_node.has_error
+    assert write(policy, "api.c", C_WITH_SPLIT_BRACES).action == "allow"
+    lines = C_WITH_SPLIT_BRACES.splitlines(keepends=True)
+    files: dict[str, str] = {}
+    for index, line in enumerate(lines):
+        assert write(policy, "api.c", line, files, append=index > 0).action == "allow", line
+        files["api.c"] = files.get("api.c", "") + line
+    broken = edit(policy, "api.c", "int add(int a, int b);", "int add(int a, int b;", files)
+    assert broken.action == "block"
+    assert broken.metadata["line"] == 7
+    condition = edit(policy, "api.c", "#ifdef __cplusplus\n}", "#if defined(__cplusplus\n}", files)
+    assert condition.action == "block"
+    assert condition.metadata["line"] == 14
+
+
+C_WITH_AN_OLD_ERROR = "int broken(;\n\nint add(int a, int b);\n\nint mul(int a, int b);\n"
+
+
 def test_an_error_the_file_already_had_is_not_the_edits_doing(policy: CompiledPolicy) -> None:
-    # tree-sitter cannot parse the file as it is
-    assert check_syntax_tree("c", C_WITH_SPLIT_BRACES, False).status == "invalid"
-    files = {"api.c": C_WITH_SPLIT_BRACES}
+    assert check_syntax_tree("c", C_WITH_AN_OLD_ERROR, False).status == "invalid"
+    files = {"api.c": C_WITH_AN_OLD_ERROR}
     assert edit(policy, "api.c", "int add(int a, int b);", "int add(int a, int b);\nint sub(int a, int b);",
                 files).action == "allow"
-    broken = edit(policy, "api.c", "int add(int a, int b);", "int add(int a, int b;", files)
+    broken = edit(policy, "api.c", "int mul(int a, int b);", "int mul(int a, int b;", files)
     assert broken.action == "block"
     assert broken.metadata["line"] == 5
 

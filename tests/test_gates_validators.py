@@ -153,7 +153,7 @@ def test_nesting_too_deep_for_the_parser_is_unavailable_not_invalid() -> None:
 
 @pytest.mark.parametrize("text", [
     '{\n  "a": 1,\n', '[1, 2', '{"a": tr', '{"a": "abc', '{"a": "ab\\', '{"a": "x\\u12', '[1.', '[-', '{"a"',
-    "", '{"a": [\n',
+    "", '{"a": [\n', "[0", "[-0", "[10", "[0.", "[1.5e", "[1e+", "[-0.25E-",
 ])
 def test_a_cut_off_json_document_is_incomplete(text: str) -> None:
     assert check_json(text, True).status == "incomplete"
@@ -173,6 +173,19 @@ def test_a_genuine_json_error_blocks_with_its_location(text: str, line: int, col
     verdict = check_json(text, True)
     assert verdict.status == "invalid"
     assert verdict.problem is not None and (verdict.problem.line, verdict.problem.column) == (line, column)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('{"a": "x\n', "Invalid control character at"),     # a raw newline in a string, at the end
+    ('["tab\t', "Invalid control character at"),
+    ("[01", "Expecting ',' delimiter"),                 # a leading zero: no digit after it helps
+    ("[-01", "Expecting ',' delimiter"),
+    ("[1.e", "Expecting ',' delimiter"),                # a fraction needs a digit before the exponent
+])
+def test_a_json_error_no_append_can_fix_blocks_even_at_the_end(text: str, message: str) -> None:
+    verdict = check_json(text, True)
+    assert verdict.status == "invalid" and verdict.problem is not None
+    assert verdict.problem.message == message
 
 
 def test_json_with_a_huge_integer_is_still_valid_json() -> None:
@@ -199,6 +212,28 @@ def test_a_genuine_toml_error_blocks_with_its_location() -> None:
     assert verdict.problem.message == "Invalid value"
 
 
+@pytest.mark.parametrize(("text", "message"), [
+    ("a = 1\na = 2", "Cannot overwrite a value"),                  # a duplicate key on the last line
+    ("a = 1\na = 2\n", "Cannot overwrite a value"),
+    ('[tool]\nname = "x"\nname = "y"', "Cannot overwrite a value"),
+    ("a.b = 1\na = 2", "Cannot overwrite a value"),
+    ("a = {b = 1}\na.c = 2", "Cannot mutate immutable namespace ('a',)"),
+    ("a = {b = 1, b = 2", "Duplicate inline table key 'b'"),
+    ("d = 2024-02-30", "Invalid date or datetime"),
+    ('s = "\\uD800', "Escaped character is not a Unicode scalar value"),
+])
+def test_a_toml_error_no_append_can_fix_blocks_even_at_the_end(text: str, message: str) -> None:
+    verdict = check_toml(text, True)
+    assert verdict.status == "invalid" and verdict.problem is not None
+    assert verdict.problem.message == message
+    assert verdict.problem.line == text.count("\n", 0, len(text.rstrip("\n"))) + 1
+
+
+def test_a_toml_key_still_being_typed_is_not_a_duplicate_yet() -> None:
+    assert check_toml("ab = 1\na", True).status == "incomplete"     # `a` may become `ac = 2`
+    assert check_toml("a = 1\na = [1,", True).status == "incomplete"  # the value is not read yet
+
+
 def test_a_toml_value_after_a_finished_value_is_not_a_cut_off() -> None:
     assert check_toml("a = 1 2", True).status == "invalid"
 
@@ -213,6 +248,11 @@ def test_a_genuine_yaml_error_blocks_with_its_location() -> None:
     verdict = check_yaml("a: [1, 2]]\nb: 1\n", True)
     assert verdict.status == "invalid"
     assert verdict.problem is not None and (verdict.problem.line, verdict.problem.column) == (1, 10)
+
+
+@pytest.mark.parametrize("text", ["a: 1\n\t", "b:\n\t", "a: 1\n@", "a: `"])
+def test_a_yaml_character_no_token_starts_with_blocks_even_at_the_end(text: str) -> None:
+    assert check_yaml(text, True).status == "invalid"
 
 
 def test_yaml_tags_are_syntax_not_errors() -> None:

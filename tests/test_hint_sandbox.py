@@ -61,3 +61,20 @@ def test_ordinary_templates_are_untouched(tmp_path: Path) -> None:
     decision = guard.on_result(ToolCall(id="c1", name="bash", args={"command": "make"}),
                                ToolResult(content="boom", status="error"), Scope("t", "r"))
     assert decision.hint == "0 2 4 1024" and "hint_fallback" not in decision.metadata
+
+
+def test_loops_over_a_long_output_spend_the_budget(tmp_path: Path) -> None:
+    template = "{% for a in output %}{% for b in output %}{% endfor %}{% endfor %}done"
+    guard = Guard(load_policy(_policy(tmp_path, template)))
+    call = ToolCall(id="c1", name="bash", args={"command": "make"})
+    decision = guard.on_result(call, ToolResult(content="boom " * 2000, status="error"), Scope("t", "r"))
+    assert decision.signature == "BOOM"
+    assert "steps" in decision.metadata["hint_fallback"]
+
+
+def test_a_recursive_loop_is_refused_when_the_policy_is_checked(tmp_path: Path) -> None:
+    path = _policy(tmp_path, "{% for x in args recursive %}{{ loop(x) }}{% endfor %}")
+    done = subprocess.run([sys.executable, "-m", "cli", "lint", str(path)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert done.returncode != 0
+    assert "recursive loops are not allowed" in done.stdout + done.stderr

@@ -127,11 +127,9 @@ def test_states_expire_after_ttl_seconds(client: Redis) -> None:
 def test_a_scope_locked_too_long_by_another_worker_is_a_clear_error(client: Redis) -> None:
     store = RedisStore(client, wait_seconds=0.2)
     scope = Scope("t", "r")
-    client.set(store.state_key(scope) + ":lock", "someone-else", px=5000)
-    started = time.monotonic()
+    client.set(store.state_key(scope) + ":lock", "someone-else", px=60_000)
     with pytest.raises(StoreBusyError, match="stayed locked"), store.scope(scope):
-        pass
-    assert time.monotonic() - started < 2
+        pass  # raised after wait_seconds: the lock's 60 s lease had not run out
 
 
 def test_a_lost_lock_is_never_released_or_overwritten_by_its_former_owner(client: Redis) -> None:
@@ -240,11 +238,9 @@ def test_a_worker_killed_holding_a_scope_costs_at_most_its_lease(client: Redis) 
     store = RedisStore(client)
     scope = Scope("t", "r")
     client.set(f"{store.state_key(scope)}:lock", "a-dead-worker", px=int(store.lock_seconds * 1000))
-    start = time.monotonic()
-    with store.scope(scope) as state:
-        state.pending["c1"] = {}
-    assert time.monotonic() - start <= store.lock_seconds + 0.5
     assert store.lock_seconds <= 2 < store.wait_seconds
+    with store.scope(scope) as state:  # got within wait_seconds: the dead worker's lease ran out first
+        state.pending["c1"] = {}
 
 
 def test_a_server_that_lost_its_data_is_told_from_a_new_one(client: Redis,

@@ -92,3 +92,27 @@ def test_the_store_counts_the_scopes_it_tracks(make_store: Callable[[], Store]) 
         with store.scope(Scope("t1", run)):
             pass
     assert len(store) == 3
+
+
+def test_dropping_all_forgets_every_thread(make_store: Callable[[], Store]) -> None:
+    store = make_store()
+    for scope in (Scope("t1", "r1"), Scope("t2", "r1")):
+        with store.scope(scope) as state:
+            state.streak.count = 2
+    store.drop_all()
+    assert len(store) == 0
+    for scope in (Scope("t1", "r1"), Scope("t2", "r1")):
+        with make_store().scope(scope) as state:
+            assert state.streak.count == 0
+
+
+def test_a_block_that_raises_leaves_the_scope_usable(make_store: Callable[[], Store]) -> None:
+    store = make_store()
+    with pytest.raises(RuntimeError), store.scope(Scope("t", "r")) as state:
+        state.streak.count = 1
+        raise RuntimeError("boom")
+    with store.scope(Scope("t", "r")) as state:  # not left locked; kept or lost changes: Store.scope says
+        assert state.streak.count in (0, 1)
+        state.streak.count = 5
+    with make_store().scope(Scope("t", "r")) as state:
+        assert state.streak.count == 5

@@ -5,9 +5,10 @@ rendering is bounded like everything else the guard runs:
 
 - nothing a template is given can be changed (``ImmutableSandboxedEnvironment``:
   no ``append``, ``update``, ``pop`` … on the harness's own arguments);
-- every call (a macro, a filter, a method) and every item a ``range`` yields
-  spends one unit of a per-render budget (``MAX_STEPS``); one ``range`` holds
-  at most ``MAX_RANGE`` items;
+- every call (a macro, a filter, a method), every item a ``range`` yields and
+  every pass of a ``for`` loop spends one unit of a per-render budget
+  (``MAX_STEPS``); one ``range`` holds at most ``MAX_RANGE`` items; a
+  ``recursive`` loop is refused when the template compiles;
 - ``*`` and ``**`` refuse results larger than ``MAX_TEXT`` characters or
   ``MAX_INT_BITS`` bits, at render time and when the compiler folds constants
   (so a constant such as ``(9**9)**(9**9)`` cannot hang ``policyctl lint``);
@@ -25,6 +26,8 @@ import operator
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from jinja2 import nodes, pass_context
+from jinja2.exceptions import TemplateSyntaxError
 from jinja2.runtime import Context
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
@@ -67,6 +70,28 @@ def bounded_range(*args: int) -> range:
         raise HintBoundExceeded(f"range of {len(items)} items, more than {MAX_RANGE}")
     _spend(len(items))
     return items
+
+
+LOOP_FILTER = "policy_each_item"
+"""The filter every ``for`` loop's items pass through (a filter, so no template can shadow it)."""
+
+
+@pass_context  # context-taking: the compiler never calls it while folding constants
+def each_item(_context: Context, items: Iterable[Any]) -> Iterator[Any]:
+    """A loop's items, each spent from the render's budget."""
+    for item in items:
+        _spend(1)
+        yield item
+
+
+def bounded_loops(template: nodes.Template) -> nodes.Template:
+    """Route every ``for`` loop's items through ``LOOP_FILTER``; refuse ``recursive`` loops,
+    whose inner passes the filter would not see."""
+    for loop in template.find_all(nodes.For):
+        if loop.recursive:
+            raise TemplateSyntaxError("recursive loops are not allowed in hint templates", loop.lineno)
+        loop.iter = nodes.Filter(loop.iter, LOOP_FILTER, [], [], None, None, lineno=loop.lineno)
+    return template
 
 
 def _size_of_product(left: Any, right: Any) -> None:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from policy.model.diagnostics import Span
 
 if TYPE_CHECKING:  # Jinja2 itself is imported when the first template is parsed or rendered
-    from jinja2 import Template
+    from jinja2 import Template, nodes
 
     from policy.model.hint_sandbox import BoundedEnvironment
 
@@ -119,7 +119,13 @@ def environment() -> BoundedEnvironment:
     """The one environment every hint template is compiled in."""
     from jinja2 import StrictUndefined
 
-    from policy.model.hint_sandbox import BoundedEnvironment, bounded_filter, bounded_range
+    from policy.model.hint_sandbox import (
+        LOOP_FILTER,
+        BoundedEnvironment,
+        bounded_filter,
+        bounded_range,
+        each_item,
+    )
 
     env = BoundedEnvironment(
         undefined=StrictUndefined,
@@ -133,6 +139,7 @@ def environment() -> BoundedEnvironment:
         truncate_middle=truncate_middle,
         json=plain_json,
         pip_name=pip_name,
+        **{LOOP_FILTER: each_item},
     )
     env.filters = {name: bounded_filter(function) for name, function in env.filters.items()}
     env.globals["range"] = bounded_range
@@ -143,8 +150,14 @@ def template_variables(source: str) -> frozenset[str]:
     """Top-level names a template reads (it must parse; see ``environment().parse``)."""
     from jinja2 import meta
 
-    env = environment()
-    return frozenset(meta.find_undeclared_variables(env.parse(source)))
+    return frozenset(meta.find_undeclared_variables(parse_bounded(source)))
+
+
+def parse_bounded(source: str) -> nodes.Template:
+    """A template's syntax tree with its loops bounded (``policy.model.hint_sandbox.bounded_loops``)."""
+    from policy.model.hint_sandbox import bounded_loops
+
+    return bounded_loops(environment().parse(source))
 
 
 @dataclass(frozen=True)
@@ -162,7 +175,7 @@ class HintTemplate:
 
     @cached_property
     def template(self) -> Template:
-        return environment().from_string(self.source)
+        return environment().from_string(parse_bounded(self.source))
 
     def render(self, variables: Mapping[str, Any]) -> str:
         """Render; a failure is logged and replaced by a plain one-line hint."""

@@ -23,10 +23,15 @@ T = TypeVar("T")
 
 
 class Store(Protocol):
-    """Per-scope loop state.  Implementations: ``MemoryStore``, ``policy.stores.redis.RedisStore``."""
+    """Per-scope loop state.  Implementations: ``MemoryStore``, ``policy.stores.file.FileStore``,
+    ``policy.stores.redis.RedisStore``; ``tests/test_store_contract.py`` holds each to this contract."""
 
     def scope(self, scope: Scope) -> AbstractContextManager[ScopeState]:
-        """Exclusive access to the scope's state, created empty on first use and saved on exit."""
+        """Exclusive access to the scope's state, created empty on first use and saved on exit.
+
+        A block that raises may keep or lose the changes it made before raising: the contract
+        leaves it open (memory keeps them; file and Redis discard them).
+        """
         ...
 
     def drop_thread(self, thread_id: str) -> None:

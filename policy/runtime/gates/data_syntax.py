@@ -28,7 +28,8 @@ from policy.runtime.gates.problems import (
 )
 
 _JSON_SCALAR = re.compile(
-    r"-?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d*)?)?|t(?:r(?:ue?)?)?|f(?:a(?:l(?:se?)?)?)?|n(?:u(?:ll?)?)?"
+    r"-?(?:(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d*)?|(?:0|[1-9]\d*)\.)?"
+    r"|t(?:r(?:ue?)?)?|f(?:a(?:l(?:se?)?)?)?|n(?:u(?:ll?)?)?"
     r"|N(?:a(?:N)?)?|-?I(?:n(?:f(?:i(?:n(?:i(?:ty?)?)?)?)?)?)?"
 )
 _JSON_OPEN_STRING = re.compile(
@@ -36,6 +37,18 @@ _JSON_OPEN_STRING = re.compile(
 )
 _JSON_OPEN_ESCAPE = re.compile(r"u[0-9a-fA-F]{0,3}")
 _TOML_SCALAR = re.compile(r"[\w.:+-]+")
+_TOML_COMPLETE_ERRORS = (
+    "Cannot declare ", "Cannot overwrite a value", "Cannot mutate immutable namespace",
+    "Cannot redefine namespace", "Duplicate inline table key", "Invalid date or datetime",
+    "Escaped character is not a Unicode scalar value",
+)
+"""Errors in what the text already holds (a key defined twice, 30 February, a surrogate escape): no
+append can fix them, wherever they are reported."""
+_JSON_COMPLETE_ERRORS = ("Invalid control character",)
+"""A raw control character in a string: it stays there whatever follows."""
+_YAML_COMPLETE_ERRORS = ("that cannot start any token", "found a tab character that violates indentation")
+"""A character no token starts with (``@``, a tab that indents a line): it stays there whatever follows
+(the second wording is libyaml's)."""
 _TOML_LOCATION = re.compile(r"\(at line (\d+), column (\d+)\)$")
 _TOML_AT_END = "(at end of document)"
 
@@ -63,6 +76,8 @@ def _decode_json(text: str) -> None:
 
 
 def _json_cut_off(text: str, error: json.JSONDecodeError) -> bool:
+    if error.msg.startswith(_JSON_COMPLETE_ERRORS):
+        return False
     if error.msg.startswith("Unterminated string") and _JSON_OPEN_STRING.fullmatch(text, error.pos):
         return True
     if error.msg.startswith("Invalid \\uXXXX escape") and _JSON_OPEN_ESCAPE.fullmatch(text, error.pos):
@@ -85,7 +100,8 @@ def check_toml(text: str, partial: bool) -> Verdict:
         else:
             position = len(text)
             line, column = line_column(text, position)
-        if partial and (message.endswith(_TOML_AT_END) or is_cut_off(text, position, _TOML_SCALAR, "=[,{")):
+        if partial and not message.startswith(_TOML_COMPLETE_ERRORS) and (
+                message.endswith(_TOML_AT_END) or is_cut_off(text, position, _TOML_SCALAR, "=[,{")):
             return INCOMPLETE
         brief = message.removesuffix(located.group() if located else _TOML_AT_END).strip()
         return invalid(Problem(brief, line, column, message))
@@ -122,7 +138,8 @@ def check_yaml(text: str, partial: bool) -> Verdict:
         mark = error.problem_mark
         if mark is None:
             return invalid(Problem(str(error), None, None, str(error)))
-        if partial and (mark.line, mark.column) >= _end_of_content(text):
+        if partial and (mark.line, mark.column) >= _end_of_content(text) and not any(
+                words in str(error.problem) for words in _YAML_COMPLETE_ERRORS):
             return INCOMPLETE
         message = f"{error.problem}" + (f" ({error.context})" if error.context else "")
         return invalid(Problem(message, mark.line + 1, mark.column + 1, str(error)))

@@ -43,6 +43,8 @@ class Grammar:
     """An opener whose group 2 is the terminator a heredoc still open at the end waits for."""
     stand_ins: tuple[re.Pattern[bytes], ...] = ()
     """Valid constructs the grammar cannot parse, replaced by an identifier of the same length."""
+    conditionals: bool = False
+    """C's preprocessor conditionals: one branch of each is parsed (``policy.runtime.gates.preprocessor``)."""
 
 
 _C_LIKE = (BLOCK_COMMENT_END, '"')
@@ -60,8 +62,9 @@ GRAMMARS: dict[str, Grammar] = {
         Grammar("go", "tree_sitter_go", "language", (*_C_LIKE, "`")),
         Grammar("rust", "tree_sitter_rust", "language", (*_C_LIKE, '"#', '"##')),
         Grammar("java", "tree_sitter_java", "language", (BLOCK_COMMENT_END, '"""', '"'), try_closer=_FINALLY),
-        Grammar("c", "tree_sitter_c", "language", _C_LIKE),
-        Grammar("cpp", "tree_sitter_cpp", "language", (*_C_LIKE, ')"'), try_closer=" catch (...) {}"),
+        Grammar("c", "tree_sitter_c", "language", _C_LIKE, conditionals=True),
+        Grammar("cpp", "tree_sitter_cpp", "language", (*_C_LIKE, ')"'), try_closer=" catch (...) {}",
+                conditionals=True),
         Grammar(
             "ruby", "tree_sitter_ruby", "language", ('"', "'", "`", "\n=end\n"),
             keywords=frozenset({"def", "class", "module", "do", "begin", "case", "if", "unless", "while",

@@ -4,13 +4,16 @@ A syntax error is an ``ERROR`` or ``MISSING`` node.  The valid path is one
 parse.  Otherwise the gate blocks only what the write breaks:
 
 - constructs the grammar is known not to parse (``Grammar.stand_ins``) are
-  replaced by an identifier of the same length and the text parsed again;
+  replaced by an identifier of the same length, C's preprocessor
+  conditionals reduced to one branch (``preprocessor``; their conditions
+  are checked on their own), and the text parsed again;
 - with ``partial``, what is open at the end is closed — a string or comment
-  (``Grammar.tails``), then every bracket and keyword block still open,
-  after an optional filler for an unfinished statement — and the completed
-  text parsed again; an error that remains stands only when it starts
+  (``Grammar.tails``, used only when the tail really ends a string or
+  comment the text left open), then every bracket and keyword block still
+  open, after an optional filler for an unfinished statement — and the
+  completed text parsed again; an error that remains stands when it starts
   before the last line (or before the string or comment the completion
-  closed) and is not part of a short construct the text ends in;
+  closed) or ends before the text does: valid text follows it;
 - an error the file already had before the write (same line, the edit's
   shift applied) is not the write's doing.
 
@@ -25,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from policy.runtime.gates.grammars import GRAMMARS, Grammar, GrammarUnavailable, parser
+from policy.runtime.gates.preprocessor import blank_conditionals, directives_only
 from policy.runtime.gates.problems import INCOMPLETE, VALID, Problem, Verdict, invalid, unavailable
 
 _OPENERS = {"(": ")", "[": "]", "{": "}", "${": "}", "#{": "}", "$(": ")", "$((": "))", "{$": "}"}
@@ -33,8 +37,6 @@ _TRY = "try"
 """On the closer stack: a ``try`` whose block closed but whose handler has not come yet."""
 FILLERS = (b" _", b" _;", b" : _", b" {}")
 """Text tried after an unfinished statement (``x =``, ``a ?`` …, a declaration header with no body)."""
-FINAL_LINES = 2
-"""An error in the construct the text ends in, reaching the end and spanning fewer lines, is a cut-off."""
 _CLOSED_KINDS = ("string", "comment", "heredoc", "template", "text_block", "raw", "quote", "attribute_value")
 _SNIPPET_TEXT = 30
 
@@ -73,36 +75,55 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> 
     tree = tree_parser.parse(data)
     if not tree.root_node.has_error:
         return "valid", []
-    if grammar.stand_ins:
+    conditions: list[Site] = []
+    if grammar.conditionals:
+        conditions = [site for site in error_sites(tree_parser.parse(directives_only(data)))
+                      if site.start < len(data)]
+        data = blank_conditionals(data)
+    if grammar.stand_ins or grammar.conditionals:
         data = _stand_in(data, grammar)
         tree = tree_parser.parse(data)
         if not tree.root_node.has_error:
-            return "valid", []
+            return ("invalid", conditions) if conditions else ("valid", [])
     if not partial:
-        return "invalid", list(error_sites(tree))
+        return "invalid", conditions + list(error_sites(tree))
     first: list[Site] | None = None
     for completed, closed in _completions(tree_parser, grammar, data, tree):
         standing = _standing(data, completed, closed)
         if not standing:
-            return "incomplete", []
+            return ("invalid", conditions) if conditions else ("incomplete", [])
         first = standing if first is None else first
     assert first is not None
-    return "invalid", first
+    return "invalid", conditions + first
 
 
 def _completions(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any) -> Iterator[tuple[Any, bool]]:
     """Trees of the text with what is open at the end closed; True: a tail closed a string or comment."""
-    tails = [t.encode() for t in grammar.tails]
-    if grammar.heredoc is not None:
-        openers = list(grammar.heredoc.finditer(data))
-        if openers:
-            tails.append(b"\n" + openers[-1].group(2) + b"\n")
     close = closers(tree, grammar)
     for filler in (b"", *FILLERS):
         yield tree_parser.parse(data + filler + close), False
-    for tail in tails:
-        with_tail = data + tail
-        yield tree_parser.parse(with_tail + closers(tree_parser.parse(with_tail), grammar)), True
+    for tail in grammar.tails:
+        with_tail = data + tail.encode()
+        tail_tree = tree_parser.parse(with_tail)
+        if _closes_open_token(tail_tree, len(data), len(with_tail)):
+            yield tree_parser.parse(with_tail + closers(tail_tree, grammar)), True
+    if grammar.heredoc is not None:
+        openers = list(grammar.heredoc.finditer(data))
+        if openers:
+            with_tail = data + b"\n" + openers[-1].group(2) + b"\n"
+            close = closers(tree_parser.parse(with_tail), grammar)
+            for filler in (b"", b";"):
+                yield tree_parser.parse(with_tail + filler + close), True
+
+
+def _closes_open_token(tree: Any, content_end: int, tail_end: int) -> bool:
+    """Whether the tail ends a string or comment that the text left open (and not some new token)."""
+    node = tree.root_node.descendant_for_byte_range(tail_end - 1, tail_end)
+    while node is not None:
+        if node.start_byte < content_end and node.end_byte >= tail_end:
+            return any(kind in node.type for kind in _CLOSED_KINDS)
+        node = node.parent
+    return False
 
 
 def _standing(data: bytes, tree: Any, closed: bool) -> list[Site]:
@@ -111,13 +132,7 @@ def _standing(data: bytes, tree: Any, closed: bool) -> list[Site]:
     threshold = data.rfind(b"\n", 0, content_end) + 1
     if closed:
         threshold = min(threshold, _closed_start(tree, content_end, threshold))
-    early = [site for site in error_sites(tree) if site.start < threshold]
-    if not early:
-        return []
-    last = max(early, key=lambda site: site.end)
-    if last.end >= content_end and data.count(b"\n", last.start, content_end) < FINAL_LINES:
-        early = [site for site in early if site.end < last.start]
-    return early
+    return [site for site in error_sites(tree) if site.start < threshold or site.end < content_end]
 
 
 def _closed_start(tree: Any, position: int, fallback: int) -> int:

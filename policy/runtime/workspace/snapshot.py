@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 RECORD = struct.Struct("<3q")
 """One file's size, modification time and status-change time (ns)."""
+BLOCK_RECORDS = 64
 
 FileStat = tuple[str, int, int, int]
 """A listed file: relative path, size, mtime_ns, ctime_ns (0 when the lister cannot tell)."""
@@ -74,10 +75,20 @@ class Snapshot:
         return self._merge(after)
 
     def _differing(self, after: Snapshot) -> list[str]:
+        """The paths whose records differ (same paths): blocks of records compared whole, and only
+        the records of a differing block one by one."""
         width = RECORD.size
+        block = BLOCK_RECORDS * width
         before, now = self.stats, after.stats
-        return [path for index, path in enumerate(self.paths)
-                if before[index * width : (index + 1) * width] != now[index * width : (index + 1) * width]]
+        found: list[str] = []
+        for start in range(0, len(before), block):
+            end = start + block
+            if before[start:end] == now[start:end]:
+                continue
+            for offset in range(start, min(end, len(before)), width):
+                if before[offset : offset + width] != now[offset : offset + width]:
+                    found.append(self.paths[offset // width])
+        return found
 
     def _merge(self, after: Snapshot) -> Changes:
         created: list[str] = []
