@@ -10,6 +10,11 @@ turns (CPU time, best of ``--rounds``), so both meet the same machine load:
   re2_spans  ``Pattern.spans`` through google-re2's compiled matcher against
              its public ``search``, on ``Guard.on_result`` of 4 KB failed
              outputs (half name a missing module, half no signature)
+  render     not taken: a hint rendered through Jinja2's ``root_render_func``
+             and ``new_context`` against the public ``Template.generate``
+             (what ``BoundedEnvironment.render_bounded`` uses), both inside the
+             sandbox's bounds, on the loop layers' warning turn
+             (``LoopDetector.on_turn``, the batch that reaches ``repeat``'s warn)
 
     .venv/bin/python bench/bench_shortcuts.py [--rounds 15]
 """
@@ -23,11 +28,14 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from jinja2 import Template
+
 import policy.runtime.loops.keys as keys
 from policy.language.loader import load_policy
 from policy.model import re2_spans
 from policy.model.compiled import CompiledPolicy
 from policy.model.events import Scope, ToolCall, ToolResult
+from policy.model.hint_sandbox import BoundedEnvironment, bounded_concat
 from policy.runtime.guard import Guard
 from policy.runtime.loops.detector import LoopDetector
 from policy.runtime.loops.state import ScopeState
@@ -37,12 +45,15 @@ LOG = "".join(f"2024-05-01 12:00:{n % 60:02d},123 INFO worker-3 processed batch 
               for n in range(60))
 
 
-def interleaved(shortcut: Callable[[], None], public: Callable[[], None], rounds: int) -> tuple[float, float]:
-    """Best CPU time of each, the two taking turns; a first run of each warms caches up."""
+def interleaved(shortcut: Callable[[], None], public: Callable[[], None], rounds: int,
+                prepare: Callable[[], None] = lambda: None) -> tuple[float, float]:
+    """Best CPU time of each, the two taking turns (``prepare``, untimed, before each run); a first
+    run of each warms caches up."""
     shortcut(), public()
     best = [float("inf"), float("inf")]
     for _ in range(rounds):
         for index, run in enumerate((shortcut, public)):
+            prepare()
             began = time.process_time()
             run()
             best[index] = min(best[index], time.process_time() - began)
@@ -111,6 +122,39 @@ def spans(policy: CompiledPolicy, rounds: int) -> tuple[float, float, int]:
         use(shortcut)()
 
 
+def render(policy: CompiledPolicy, rounds: int) -> tuple[float, float, int]:
+    detector = LoopDetector(policy)
+    assert policy.repeat is not None
+    same = [ToolCall(id="c0", name="bash", args={"command": "submit flag{x}", "description": "again"})]
+    public = BoundedEnvironment.render_bounded
+
+    def shortcut(self: BoundedEnvironment, template: Template, context: dict[str, Any]) -> str:
+        return bounded_concat(template.root_render_func(template.new_context(context)))
+
+    states: list[ScopeState] = []
+
+    def prepare() -> None:  # 500 scopes one batch short of the warning
+        states[:] = [ScopeState() for _ in range(500)]
+        for state in states:
+            for _ in range(policy.repeat.warn - 1):  # type: ignore[union-attr]
+                detector.on_turn(state, same)
+
+    def run(method: Any) -> Callable[[], None]:
+        def warn_all() -> None:
+            BoundedEnvironment.render_bounded = method  # type: ignore[method-assign]
+            for state in states:
+                detector.on_turn(state, same)
+        return warn_all
+
+    try:
+        prepare()
+        if detector.on_turn(states[0], same).action != "warn":
+            raise SystemExit("render: the measured turn does not warn")
+        return (*interleaved(run(shortcut), run(public), rounds, prepare), len(states))
+    finally:
+        BoundedEnvironment.render_bounded = public  # type: ignore[method-assign]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
@@ -119,12 +163,13 @@ def main() -> int:
     cases = {
         "jsontext": partial(jsontext, deerflow),
         "re2_spans": partial(spans, default),
+        "render": partial(render, deerflow),
     }
     print(f"{'shortcut':<10} {'µs/event':>9} {'public':>9} {'saving':>7}  (target >= {TARGET:.0%})")
     for name, measure in cases.items():
         shortcut, public, events = measure(options.rounds)
         saving = 1 - shortcut / public
-        verdict = "keep" if saving >= TARGET else "below target"
+        verdict = "the shortcut earns its place" if saving >= TARGET else "below target: the public API"
         per_event = f"{shortcut / events * 1e6:9.2f} {public / events * 1e6:9.2f}"
         print(f"{name:<10} {per_event} {saving:7.1%}  {verdict}")
     return 0

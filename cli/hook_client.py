@@ -14,7 +14,9 @@ else ``$XDG_STATE_HOME/policyctl/run`` (``~/.local/state``).  The resident
 process is not used with ``--no-resident``, when ``POLICYCTL_HOOK_RESIDENT``
 is ``0``/``false``/``off``/``no``, when ``CI`` is set (unless
 ``POLICYCTL_HOOK_RESIDENT`` is set to anything else), or when the platform
-has no Unix sockets.
+is not POSIX (no Unix sockets).  ``socket`` is imported only when the socket
+file exists, so the event that has to start the resident process does not
+pay for it.
 
 Wire format (one connection per event): the request is ``PCH1\\n``, the
 policy source, ``\\n``, then the event's bytes; the reply is
@@ -45,7 +47,7 @@ def run(arguments: list[str]) -> int | None:
     policy, resident = options
     stdin = sys.stdin.buffer.read()
     path = socket_path() if resident and resident_wanted() else None
-    reply = forward(path, policy, stdin) if path is not None else None
+    reply = forward(path, policy, stdin) if path is not None and os.path.exists(path) else None
     answered_here = reply is None
     out, err = answer_here(policy, stdin) if reply is None else reply
     if out:
@@ -64,9 +66,7 @@ def resident_wanted() -> bool:
     setting = os.environ.get(RESIDENT_ENV, "").strip().lower()
     if setting in _OFF or (not setting and os.environ.get("CI")):
         return False
-    import socket
-
-    return hasattr(socket, "AF_UNIX")
+    return os.name == "posix"  # Unix sockets, checked without importing socket before it is needed
 
 
 def socket_path() -> str | None:
@@ -131,6 +131,7 @@ def start_resident(path: str, policy: str) -> None:
 
 def answer_here(policy: str, stdin: bytes) -> tuple[bytes, bytes]:
     """Answer the event in this process (the fallback), with the compiled policy from the cache."""
+    _enable_site()
     from policy.hooks.respond import Responder
 
     reply = Responder().respond(policy, stdin)
@@ -172,3 +173,34 @@ def _private_folder() -> str | None:
         return None
     is_folder = (info.st_mode & 0o170000) == 0o040000
     return folder if is_folder and info.st_uid == os.geteuid() and not info.st_mode & 0o077 else None
+
+
+def main(arguments: list[str]) -> int:
+    """``policyctl ARGUMENTS``: a hook event answered here, anything else through click.
+
+    Also run as a file, ``python -S -P …/cli/hook_client.py hook claude-code [options]`` (the
+    command ``policyctl install claude-code`` writes): no site initialisation and no
+    console-script wrapper for an event the resident process answers; the site directories are
+    added only when this process needs the rest of policyctl (to answer by itself, or for click).
+    """
+    if arguments[:2] == ["hook", "claude-code"]:
+        status = run(arguments[2:])
+        if status is not None:
+            return status
+    _enable_site()
+    from cli.commands import policyctl
+
+    policyctl(prog_name="policyctl", args=arguments)
+    return 0
+
+
+def _enable_site() -> None:
+    """Add the site directories when this interpreter started without them (``-S``)."""
+    if sys.flags.no_site:
+        import site
+
+        site.main()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -5,7 +5,7 @@ other hook is kept as it is, running it twice changes nothing the second
 time, the previous file is kept as ``settings.json.bak`` whenever it
 changes, and ``--uninstall`` removes policyctl's entries only.  An entry is
 policyctl's when its command runs ``hook claude-code`` of a ``policyctl``
-command.
+command or of policyctl's ``cli/hook_client.py``.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ def install() -> None:
               help=".claude/settings.json of the current folder (the default).")
 @click.option("--policy", "policy_source", default=None, help="A .policy file or builtin:NAME for the hook.")
 @click.option("--command", "command", default=None,
-              help="How Claude Code runs policyctl (default: `policyctl` when it is on PATH, "
-                   "else this installation's script).")
+              help="How Claude Code runs policyctl (default: this interpreter with `-S -P` and the "
+                   "hook client's file; `policyctl` for --project when it is on PATH).")
 @click.option("--uninstall", is_flag=True, help="Remove policyctl's hook entries (and nothing else).")
 def claude_code(scope: str, policy_source: str | None, command: str | None, uninstall: bool) -> None:
     """Merge the `policyctl hook claude-code` entries into Claude Code's settings.json."""
@@ -73,16 +73,23 @@ def backup_path(path: Path) -> Path:
 
 
 def hook_command(command: str | None, policy_source: str | None, scope: str) -> str:
-    """The command line of the hook entries."""
+    """The command line of the hook entries: ``policyctl`` in ``project`` settings (a team may
+    commit them) when it is on PATH, else :func:`fast_command`."""
     if command is None:
-        on_path = shutil.which("policyctl")
-        script = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0] else None
-        here = script if script is not None and script.name == "policyctl" and script.is_file() else None
-        command = "policyctl" if on_path or here is None else shlex.quote(str(here))
+        command = "policyctl" if scope == "project" and shutil.which("policyctl") else fast_command()
     line = f"{command} hook claude-code"
     if policy_source:
         line += f" --policy {_quoted(_policy_reference(policy_source, scope))}"
     return line
+
+
+def fast_command() -> str:
+    """This interpreter running the hook client's file with ``-S -P``: no site initialisation and
+    no console-script wrapper before an event reaches the resident process (the client adds the
+    site directories itself when it answers by itself), and no script folder on ``sys.path``."""
+    from cli import hook_client
+
+    return shlex.join([sys.executable, "-S", "-P", str(Path(hook_client.__file__).resolve())])
 
 
 def _policy_reference(source: str, scope: str) -> str:
@@ -128,7 +135,8 @@ def is_policyctl_command(command: Any) -> bool:
     except ValueError:
         return False
     for index, word in enumerate(words[:-2]):
-        if Path(word).name == "policyctl" and words[index + 1 : index + 3] == ["hook", "claude-code"]:
+        ours = Path(word).name == "policyctl" or Path(word).parts[-2:] == ("cli", "hook_client.py")
+        if ours and words[index + 1 : index + 3] == ["hook", "claude-code"]:
             return True
     return False
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 
 import click
 
 from cli.paths import policy_sources
+from cli.policies import allow_path_option
 from cli.terminal import color_enabled
 from policy.language.loader import check_policy
 from policy.model.diagnostics import Diagnostic
@@ -36,7 +38,8 @@ FORMATS: dict[str, Callable[..., str]] = {
               show_default=True,
               help="text: for people; json: one document; github: workflow annotations; sarif: SARIF 2.1.0.")
 @click.option("--strict", is_flag=True, help="Fail (exit 1) on warnings too.")
-def lint(paths: tuple[str, ...], output_format: str, strict: bool) -> None:
+@allow_path_option
+def lint(paths: tuple[str, ...], output_format: str, strict: bool, allow_paths: tuple[Path, ...]) -> None:
     """Check policy files: syntax, settings, patterns, hint templates, extends.
 
     PATHS are .policy files, folders (searched recursively for *.policy;
@@ -49,20 +52,20 @@ def lint(paths: tuple[str, ...], output_format: str, strict: bool) -> None:
     usage error such as a missing path or an unknown built-in policy.
     """
     sources = policy_sources(paths or (".",))
-    report = lint_sources(sources)
+    report = lint_sources(sources, allow_paths)
     color = output_format == "text" and color_enabled()
     click.echo(render_report(report, output_format, color=color), nl=False, color=color)
     failed = report.errors > 0 or (strict and report.warnings > 0)
     click.get_current_context().exit(1 if failed else 0)
 
 
-def lint_sources(sources: Iterable[str]) -> LintReport:
+def lint_sources(sources: Iterable[str], allow_paths: Sequence[Path] = ()) -> LintReport:
     """Check each source (a path or ``builtin:NAME``) and collect everything found."""
     checked = list(sources)
     diagnostics: list[Diagnostic] = []
     texts: dict[str, str] = {}
     for source in checked:
-        result = check_policy(source)
+        result = check_policy(source, allow_paths=allow_paths)
         diagnostics.extend(result.diagnostics)
         texts.update(result.texts)
     return LintReport.build(diagnostics, len(checked), texts)

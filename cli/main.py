@@ -15,16 +15,9 @@ from typing import Any
 
 def main() -> None:
     """Run ``policyctl`` with ``sys.argv``."""
-    arguments = sys.argv[1:]
-    if arguments[:2] == ["hook", "claude-code"]:
-        from cli.hook_client import run
+    from cli.hook_client import main as run
 
-        status = run(arguments[2:])
-        if status is not None:
-            sys.exit(status)
-    from cli.commands import policyctl
-
-    policyctl(prog_name="policyctl")
+    sys.exit(run(sys.argv[1:]))
 
 
 def __getattr__(name: str) -> Any:

@@ -11,7 +11,7 @@ from typing import NamedTuple
 import click
 
 from cli.paths import policy_sources
-from cli.policies import compile_or_exit
+from cli.policies import allow_path_option, compile_or_exit
 from policy.model.compiled import CompiledPolicy
 from policy.model.decision import ACTIONS
 from policy.replay.replayer import ReplayResult, replay_file
@@ -109,7 +109,9 @@ FORMATS: dict[str, _Format] = {
               help="A .policy file or builtin:NAME.")
 @click.option("--format", "output_format", type=click.Choice(tuple(FORMATS)), default="text",
               show_default=True)
-def replay(traces: tuple[Path, ...], policy_source: str, output_format: str) -> None:
+@allow_path_option
+def replay(traces: tuple[Path, ...], policy_source: str, output_format: str,
+           allow_paths: tuple[Path, ...]) -> None:
     """Replay TRACES (.jsonl files, or folders of them) through a policy.
 
     One trace: every decision that is not `allow`, then a summary.  A folder:
@@ -118,7 +120,7 @@ def replay(traces: tuple[Path, ...], policy_source: str, output_format: str) -> 
     sources = policy_sources([policy_source])
     if len(sources) != 1:
         raise click.UsageError(f"--policy names one policy; {policy_source} holds {len(sources)}")
-    (policy,) = compile_or_exit(sources, "replay", "no trace was replayed")
+    (policy,) = compile_or_exit(sources, "replay", "no trace was replayed", allow_paths)
     files = _trace_files(traces)
     if not files:
         raise click.UsageError("no .jsonl traces found")

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import click
 
 from cli.paths import policy_sources
-from cli.policies import compile_or_exit
+from cli.policies import allow_path_option, compile_or_exit
 from cli.terminal import color_enabled
 from policy.testing.results import render_github, render_json, render_junit, render_text
 from policy.testing.runner import PolicyTestResult, run_tests
@@ -30,7 +31,9 @@ FORMATS: dict[str, Callable[..., str]] = {
               help="text for people, json, junit (XML for CI test reports), github (annotations).")
 @click.option("-k", "pattern", metavar="PATTERN",
               help="Run only the tests whose name contains PATTERN (case-insensitive).")
-def policy_tests(paths: tuple[str, ...], output_format: str, pattern: str | None) -> None:
+@allow_path_option
+def policy_tests(paths: tuple[str, ...], output_format: str, pattern: str | None,
+                 allow_paths: tuple[Path, ...]) -> None:
     """Run the `test` blocks of the policies in PATHS.
 
     PATHS are .policy files, folders (searched recursively for *.policy;
@@ -42,7 +45,7 @@ def policy_tests(paths: tuple[str, ...], output_format: str, pattern: str | None
     test fails, 2 on a usage error or a policy with errors (its diagnostics
     are printed).
     """
-    policies = compile_or_exit(policy_sources(paths or (".",)), "test", "no test was run")
+    policies = compile_or_exit(policy_sources(paths or (".",)), "test", "no test was run", allow_paths)
     results: list[PolicyTestResult] = []
     for policy in policies:
         selected = [t for t in policy.tests if pattern is None or pattern.lower() in t.name.lower()]

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policy.runtime.gates.prefix import continued, last_word_start, open_ending
+from policy.runtime.gates.prefix import continued, last_word_start, open_ending, trailing_open_string
 from policy.runtime.gates.python_syntax import check_python
 
 
@@ -143,3 +143,40 @@ def test_bracket_and_string_soups_are_checked_in_bounded_time(pieces: list[str],
     start = time.perf_counter()
     check_python(text, True)
     assert time.perf_counter() - start < max(1.0, len(text) / 100_000)
+
+
+# --- a text cut off in a one-line string: one parse ---------------------------------------------
+
+def test_the_last_line_tells_where_a_one_line_string_left_open_starts() -> None:
+    assert trailing_open_string("x = ['a', 'b', rb'c") == 15
+    assert trailing_open_string("y = 1\nx = 'it\\'s") == 10
+    for closed_or_unknown in ["x = 'a'", "x = 'a' # 'b", 'x = """a\n\'b', "x = 'a\\\ny = 'b", "x = f'{a"]:
+        assert trailing_open_string(closed_or_unknown) is None
+
+
+def test_many_closed_strings_then_an_open_one_take_one_parse(parses: list[int]) -> None:
+    assert check_python(ADVERSARIAL["many closed strings, one open"], True).status == "incomplete"
+    assert len(parses) == 1
+
+
+OPEN_STRING_SOUP = st.tuples(
+    st.lists(st.sampled_from(["x = ", "(", "[", ")", "]", ", ", "'a'", '"b"', "#c", "\n", "    ", "if x:",
+                              "1", "=", "def f(:", "$", "\\\n", "'''", "lambda", "0x", "1.", "b", "é", "!",
+                              "-"]), max_size=30),
+    st.sampled_from(["'", '"', "'ab", "b'x", "r\"\\", "'it\\'s", "f'{"]),
+).map(lambda parts: "".join(parts[0]) + parts[1])
+
+
+@settings(max_examples=300, deadline=None)
+@given(OPEN_STRING_SOUP)
+def test_the_one_parse_shortcut_gives_the_two_parse_verdict(text: str) -> None:
+    import policy.runtime.gates.python_syntax as python_syntax
+
+    shortcut = check_python(text, True)
+    real = python_syntax.trailing_open_string
+    python_syntax.trailing_open_string = lambda source: None  # type: ignore[assignment]
+    try:
+        two_parses = check_python(text, True)
+    finally:
+        python_syntax.trailing_open_string = real
+    assert shortcut == two_parses, text

@@ -72,9 +72,27 @@ def test_a_pending_warning_is_folded_into_a_block(default: CompiledPolicy) -> No
     assert decision.action == "block"
     assert decision.hint is not None
     assert "[BLOCKED]" in decision.hint and "[LOOP DETECTED]" in decision.hint
-    rules = [d["rule"] for d in decision.metadata["decisions"]]
+    rules = [str(d.rule) for d in decision.metadata["decisions"]]
     assert rules[0] == "gate python"
     assert "loop repeat" in rules and "loop error_streak" in rules
+
+
+def test_a_combined_decision_keeps_its_parts_as_decisions_and_writes_them_as_dicts(
+    default: CompiledPolicy,
+) -> None:
+    guard, scope = Guard(default, read_file=lambda path: None), Scope("t", "r")
+    broken = {"path": "app.py", "content": "def f(:\n"}
+    for call_id in ("c1", "c2", "c3"):
+        call = ToolCall(id=call_id, name="write_file", args=broken)
+        guard.on_turn([call], scope)
+        decision = guard.on_call(call, scope)
+    assert len(decision.parts) > 1 and all(isinstance(part, Decision) for part in decision.parts)
+    assert decision.parts[0].rule is not None and decision.parts[0].rule.span is not None
+    written = decision.to_dict()["metadata"]["decisions"]
+    assert [part["rule"] for part in written] == [str(part.rule) for part in decision.parts]
+    restored = Decision.from_state(decision.to_state())
+    assert restored.parts == decision.parts
+    assert Decision(action="hint").parts == (Decision(action="hint"),)
 
 
 def test_blocked_writes_with_the_same_error_make_an_error_streak(default: CompiledPolicy) -> None:

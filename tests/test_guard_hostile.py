@@ -18,7 +18,7 @@ from cli.main import policyctl
 from policy.language.loader import check_policy, load_policy
 from policy.model.compiled import CompiledPolicy
 from policy.model.decision import Decision
-from policy.model.events import Scope, ToolCall
+from policy.model.events import Scope, ToolCall, ToolResult
 from policy.runtime.faults import MAX_ARG_DEPTH
 from policy.runtime.guard import Guard
 from policy.stores.file import FileStore
@@ -78,7 +78,7 @@ def test_a_lone_surrogate_with_a_file_store_keeps_the_block_and_the_loop_count(
     decisions = [guard.on_call(call, SCOPE) for _ in range(3)]
     assert [d.action for d in decisions] == ["block"] * 3
     assert all("loop_state" not in d.metadata for d in decisions)
-    assert decisions[-1].metadata["decisions"][1]["rule"] == "loop error_streak"
+    assert str(decisions[-1].parts[1].rule) == "loop error_streak"
 
 
 def test_a_planted_symlink_in_the_state_folder_costs_loop_counting_not_the_block(
@@ -113,6 +113,69 @@ def test_replay_names_a_deeply_nested_trace_line_and_goes_on(tmp_path: Path) -> 
 
 
 # --- finding 3: reads and edits are bounded -------------------------------------------------------
+
+def _recording(files: dict[str, str]) -> tuple[list[str], object]:
+    reads: list[str] = []
+
+    def read(path: str) -> str | None:
+        reads.append(path)
+        return files.get(path)
+
+    return reads, read
+
+
+def test_a_write_no_gate_checks_is_not_read(default: CompiledPolicy, tmp_path: Path) -> None:
+    reads, read = _recording({"notes.md": "old\n", "app.py": "x = 1\n"})
+    guard = Guard(default, read_file=read)  # type: ignore[arg-type]
+    unchecked = [_write("notes.md", "new\n"), _write("notes.md", "more\n", append=True),
+                 ToolCall(id="e1", name="str_replace", args={"path": "notes.md", "old_str": "new",
+                                                               "new_str": "newer"}),
+                 _write("/dev/zero", "x"), _write(str(tmp_path / "pipe"), "x")]
+    os.mkfifo(tmp_path / "pipe")
+    for call in unchecked:
+        guard.on_turn([call], SCOPE)
+        assert _within(10, lambda call=call: guard.on_call(call, SCOPE)).action == "allow"
+    assert reads == []
+    assert guard.on_call(_write("app.py", "x = 2\n"), SCOPE).action == "allow"
+    assert reads == ["app.py"]  # a gate's glob matched: read (within max_check_bytes)
+
+
+def _failing_runs_between(guard: Guard, writes: list[ToolCall], scope: Scope) -> list[str]:
+    """The same failing command after each write: the result decisions (a warning once the
+    writes stop counting as progress)."""
+    actions = []
+    for index, write in enumerate(writes):
+        command = ToolCall(id=f"b{index}", name="bash", args={"command": "make check"})
+        guard.on_turn([command], scope)
+        actions.append(guard.on_result(command, ToolResult(content="FAILED", status="error"), scope).action)
+        guard.on_turn([write], scope)
+        guard.on_call(write, scope)
+        guard.on_result(write, ToolResult(content="OK"), scope)
+    return actions
+
+
+def test_rewriting_an_unchecked_file_with_what_it_holds_is_not_progress(default: CompiledPolicy) -> None:
+    reads, read = _recording({})
+    same = [ToolCall(id=f"w{i}", name="write_file", args={"path": "notes.md", "content": "same\n"})
+            for i in range(5)]
+    actions = _failing_runs_between(Guard(default, read_file=read), same, SCOPE)  # type: ignore[arg-type]
+    assert "warn" in actions and reads == []
+    new = [ToolCall(id=f"w{i}", name="write_file", args={"path": "notes.md", "content": f"v{i}\n"})
+           for i in range(5)]
+    actions = _failing_runs_between(Guard(default, read_file=read), new, SCOPE)  # type: ignore[arg-type]
+    assert "warn" not in actions and reads == []
+
+
+def test_a_command_that_changed_files_makes_the_same_unchecked_write_progress_again(
+        default: CompiledPolicy) -> None:
+    guard, scope = Guard(default, read_file=lambda path: None), Scope("t", "mutating")
+    same = {"path": "notes.md", "content": "same\n"}
+    sed = ToolCall(id="s", name="bash", args={"command": "sed -i s/same/other/ notes.md"})
+    writes = [ToolCall(id=f"w{index}", name="write_file", args=same) for index in range(4)]
+    # progress: the write, the sed, the write after it (notes.md held other text); then none
+    actions = _failing_runs_between(guard, [writes[0], sed, *writes[1:]], scope)
+    assert actions == ["allow"] * 5
+
 
 def test_a_fifo_is_not_read(default: CompiledPolicy, tmp_path: Path) -> None:
     fifo = tmp_path / "pipe.py"

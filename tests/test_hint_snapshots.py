@@ -83,15 +83,10 @@ def _rendered(results: list[PolicyTestResult]) -> Iterator[tuple[str, str]]:
     for result in results:
         templates = _templates_by_rule(result.policy)
         for record in result.calls:
-            for part in _parts(record.decision):
-                source = templates.get(part["rule"] or "")
+            for part in record.decision.parts:
+                source = templates.get(str(part.rule) if part.rule else "")
                 if source is not None:
-                    yield source, part["action"]
-
-
-def _parts(decision: Decision) -> list[dict[str, Any]]:
-    combined = decision.metadata.get("decisions")
-    return list(combined) if combined else [decision.to_dict()]
+                    yield source, part.action
 
 
 def _templates_by_rule(policy: CompiledPolicy) -> dict[str, str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -366,7 +367,7 @@ def test_the_readme_settings_install_the_real_command_for_every_event(hook: Hook
 
 
 def test_the_readme_install_commands_write_the_readme_settings(tmp_path: Path) -> None:
-    (commands,) = readme_blocks("Use with Claude Code", "sh")
+    commands, fast_form = readme_blocks("Use with Claude Code", "sh")
     (snippet,) = readme_blocks("Use with Claude Code", "json")
     settings = tmp_path / ".claude" / "settings.json"
     settings.parent.mkdir()
@@ -393,11 +394,42 @@ def test_the_readme_install_commands_write_the_readme_settings(tmp_path: Path) -
                     for g in groups] for event, groups in ours.items()} == expected
     assert first["model"] == "opus" and first["hooks"]["PreToolUse"][0]["hooks"][0]["command"] == "./audit.sh"
     assert set(user["hooks"]) == set(expected)
+    user_command = shlex.split(user["hooks"]["PreToolUse"][0]["hooks"][0]["command"])
+    readme_command = shlex.split(fast_form)
+    assert [user_command[1:3], Path(user_command[3]).parts[-2:], user_command[4:]] == [
+        readme_command[1:3], Path(readme_command[3]).parts[-2:], readme_command[4:]]
     assert all('--policy "$CLAUDE_PROJECT_DIR/.claude/team.policy"' in g["hooks"][0]["command"]
                for groups in team["hooks"].values() for g in groups if "policyctl" in json.dumps(g))
     assert removed == {"model": "opus", "hooks": {"PreToolUse": [
         {"matcher": "Bash", "hooks": [{"type": "command", "command": "./audit.sh"}]}]}}
     assert (settings.parent / "settings.json.bak").exists()
+
+
+def test_the_user_install_writes_the_fast_command_and_it_answers(hook: Hook, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = {**os.environ, "HOME": str(home), "CLAUDE_CONFIG_DIR": ""}
+
+    def install(*args: str) -> dict[str, Any]:
+        done = subprocess.run([sys.executable, "-m", "cli", "install", "claude-code", "--user", *args],
+                              capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+        assert done.returncode == 0, done.stderr
+        loaded: dict[str, Any] = json.loads((home / ".claude" / "settings.json").read_text())
+        return loaded
+
+    settings = install()
+    commands = {h["command"] for groups in settings["hooks"].values() for g in groups for h in g["hooks"]}
+    (command,) = commands
+    words = shlex.split(command)
+    assert words[:3] == [sys.executable, "-S", "-P"] and words[4:] == ["hook", "claude-code"]
+    assert Path(words[3]) == ROOT / "cli" / "hook_client.py"
+
+    for resident in ("0", "1"):  # answered by itself (site added on demand), then via the resident
+        done = subprocess.run(words, input=json.dumps(hook.event("pre_write_broken_python")),
+                              capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                              env={**hook.env, "POLICYCTL_HOOK_RESIDENT": resident})
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+        assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert install("--uninstall") == {}
 
 
 def test_install_is_idempotent_and_refuses_broken_settings(tmp_path: Path) -> None:
@@ -551,7 +583,11 @@ def test_every_shell_says_command_not_found_its_own_way(hook: Hook, message: str
     assert "`rg`" in reply["hookSpecificOutput"]["additionalContext"]
 
 
-IMPERATIVE = re.compile(r"(?m)(^|\. )(Do not|Don't|Tell the user|Fix|Check|Install|Use|Stop|Make) ")
+IMPERATIVE = re.compile(
+    r"(?m)(?:^|[.;:] |\] )(?:Add|Ask|Build|Call|Check|Create|Do|Edit|Find|Fix|Free|Include|Install|List|Look|"
+    r"Make|Never|Open|Read|Remove|Run|Send|Set|Start|Stop|Tell|Try|Use|View|Wait)\b"
+    r"|(?:^|[.;:] )(?:do not|don't)\b|\b[Yy]ou (?:must|should|need to|have to)\b")
+"""An order: a sentence (or clause) that starts with a verb a hint would command, or a "you must"."""
 
 
 def test_context_text_states_facts(hook: Hook) -> None:
@@ -573,6 +609,49 @@ def test_context_text_states_facts(hook: Hook) -> None:
         assert not IMPERATIVE.search(text), text
     stop = next(r for r in replies if r is not None and r.get("continue") is False)
     assert re.fullmatch(r"policyctl stopped the agent by loop repeat\. [^\n]+[.]", stop["stopReason"])
+
+
+def test_every_hint_the_claude_code_policy_delivers_states_facts() -> None:
+    """Every recorded case of the default policy and of the Claude Code policy, answered under the
+    Claude Code policy: each hint it renders, of every hint file it ships, reads as facts."""
+    from policy.testing.runner import run_test
+
+    claude_code, default = load_policy("builtin:claude-code"), load_policy("builtin:default")
+    rendered: dict[str, list[str]] = {}
+    fallbacks = []
+    for case in [*default.tests, *claude_code.tests]:
+        for record in run_test(claude_code, case).calls:
+            decision = record.decision
+            for part in decision.metadata.get("decisions") or [decision.to_dict()]:
+                if part.get("hint") and part.get("rule"):
+                    rendered.setdefault(str(part["rule"]), []).append(part["hint"])
+                if "hint_fallback" in (part.get("metadata") or {}):
+                    fallbacks.append((part["rule"], part["metadata"]["hint_fallback"]))
+
+    assert fallbacks == []  # every template rendered (none fell back to the plain line)
+    orders = {rule: match.group(0) for rule, hints in rendered.items() for hint in hints
+              if (match := IMPERATIVE.search(hint))}
+    assert orders == {}
+    sources = {template.source for template in claude_code.hints.values()}
+    shipped = {path.read_text(encoding="utf-8") for path in (ROOT / "hints" / "claude_code").glob("*.j2")}
+    assert sources == shipped  # every hint of the policy is one of its own fact-stating files
+    used = {_hint_source(claude_code, rule) for rule in rendered}
+    assert shipped <= used, sorted(path.name for path in (ROOT / "hints" / "claude_code").glob("*.j2")
+                                   if path.read_text(encoding="utf-8") not in used)
+
+
+def _hint_source(policy: Any, rule: str) -> str | None:
+    """The template source behind a decision's rule (``signature NAME``, ``gate NAME``, ``loop repeat`` …)."""
+    kind, _, name = rule.partition(" ")
+    if kind == "loop":
+        layer = getattr(policy, name)
+        return layer.hint.source if layer is not None and layer.hint is not None else None
+    if kind in ("sweep", "incomplete"):
+        hint = policy.workspace.hint if kind == "sweep" else policy.workspace.incomplete_hint
+        return hint.source if hint else None
+    rules = policy.signatures if kind == "signature" else policy.gates
+    found = next((r for r in rules if r.ref.name == name), None)
+    return found.hint.source if found is not None and found.hint is not None else None
 
 
 # --- the resident process ---------------------------------------------------------------------------
@@ -747,3 +826,52 @@ def test_a_multiedit_that_breaks_the_file_is_denied(hook: Hook) -> None:
     reply = hook.answer(event)
 
     assert reply is not None and reply["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+# --- big inputs ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("resident", [False, True], ids=["fallback", "resident"])
+def test_a_write_over_max_check_bytes_is_allowed_and_the_user_is_told(tmp_path: Path, resident: bool) -> None:
+    hook = Hook(tmp_path, resident=resident)
+    policy = tmp_path / "small.policy"
+    policy.write_text('extends "builtin:claude-code"\npolicy "small" { max_check_bytes 1KB }\n')
+    broken = "def f(:\n    pass\n"
+    try:
+        small = hook.event("pre_write_broken_python", tool_input={"file_path": "app.py", "content": broken})
+        assert hook.answer(small, "--policy", str(policy), process=True) is not None  # checked: denied
+        big = hook.event("pre_write_broken_python",
+                         tool_input={"file_path": "app.py", "content": broken + "x = 1\n" * 400})
+
+        done = hook.run(big, "--policy", str(policy))
+
+        assert done.returncode == 0 and "Traceback" not in done.stderr
+        reply = json.loads(done.stdout)
+        assert "hookSpecificOutput" not in reply  # allowed: Claude Code's own permission rules apply
+        assert re.fullmatch(r"PreToolUse Write: policyctl's python gate did not check this call: .*"
+                            r"max_check_bytes.*\.", reply["systemMessage"])
+        assert reply["systemMessage"] in done.stderr  # also in Claude Code's debug log
+    finally:
+        hook.stop_residents()
+
+
+# --- the compiled-policy cache ------------------------------------------------------------------
+
+
+def test_cached_hint_templates_render_from_their_compiled_code(tmp_path: Path) -> None:
+    from policy.hooks.policy_cache import PolicyCache
+
+    cache = PolicyCache(tmp_path / "compiled")
+    compiled, _ = cache.load("builtin:claude-code")
+    cached, _ = cache.load("builtin:claude-code")  # the entry the first load wrote
+    assert cached is not compiled and cached == compiled
+    template = cached.hints["syntax_error"]
+    assert template.code is not None and compiled.hints["syntax_error"].code is None
+    variables = {"path": "app.py", "line": 1, "column": 7, "message": "invalid syntax",
+                 "snippet": "1 | def f(:", "validator": "python", "output": "", "tool": "Write"}
+    expected = compiled.hints["syntax_error"].render_checked(variables)
+    assert expected.fallback is None and "app.py" in expected.text
+
+    assert template.render_checked(variables) == expected
+    other_jinja2 = dataclasses.replace(template, code=("0.0-other", template.code[1]))
+    assert other_jinja2.render_checked(variables) == expected  # compiled again from its source

@@ -4,6 +4,8 @@ near-linear and never crashes, and line endings do not change meaning."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,7 @@ from cli.main import policyctl
 from policy.language import compose as compose_module
 from policy.language import parser as parser_module
 from policy.language.compose import MAX_EXTENDS_DEPTH
-from policy.language.loader import check_policy
+from policy.language.loader import check_policy, load_policy
 from policy.resources import data_dir
 
 SECRET = "user:ghp_SECRET123@host"
@@ -69,6 +71,52 @@ def test_excerpts_show_only_files_read_as_policies(tmp_path: Path) -> None:
     team = _write(tmp_path, "team.policy", "loop repeat { warn 3 stop 5 }\n")
     result = CliRunner().invoke(policyctl, ["lint", str(team)])
     assert "1 | loop repeat { warn 3 stop 5 }" in result.output
+
+
+def _outside_base_and_hint(tmp_path: Path) -> Path:
+    """A policy whose base and hint template lie in shared folders beside its own tree."""
+    _write(tmp_path, "shared/policies/base.policy", (
+        'tool bash { runs command=command }\n'
+        'signature S { match /boom/; hint h }\n'))
+    _write(tmp_path, "shared/hints/boom.j2", "It went boom.\n")
+    (tmp_path / "repo" / "hints").mkdir(parents=True)
+    return _write(tmp_path, "repo/team.policy", (
+        'extends "../shared/policies/base.policy"\n'
+        'hint h file "../../shared/hints/boom.j2"\n'
+        'test "t" { call bash {}; result error "boom"; expect hint contains "went boom" }\n'))
+
+
+def test_allow_path_lets_extends_and_hint_files_name_another_folder(tmp_path: Path) -> None:
+    team = _outside_base_and_hint(tmp_path)
+    refused = subprocess.run([sys.executable, "-m", "cli", "lint", str(team)], capture_output=True, text=True,
+                             check=False)
+    assert refused.returncode == 1 and "team.policy:1:9: error[E604]" in refused.stdout
+    assert "--allow-path" in refused.stdout
+    allowed = subprocess.run([sys.executable, "-m", "cli", "lint", "--allow-path", str(tmp_path / "shared"),
+                              str(team)], capture_output=True, text=True, check=False)
+    assert allowed.returncode == 0, allowed.stdout
+
+
+def test_each_allowed_folder_allows_only_its_own_files(tmp_path: Path) -> None:
+    team = _outside_base_and_hint(tmp_path)
+    policies, hints = tmp_path / "shared" / "policies", tmp_path / "shared" / "hints"
+    only_policies = check_policy(team, allow_paths=[policies]).diagnostics
+    assert [(d.code, d.span.line, d.span.column) for d in only_policies] == [("E604", 2, 13)]
+    assert check_policy(team, allow_paths=[policies, hints]).ok
+    assert load_policy(team, allow_paths=[tmp_path / "shared"]).tests
+
+
+def test_test_and_replay_take_allow_path_too(tmp_path: Path) -> None:
+    team = _outside_base_and_hint(tmp_path)
+    shared = str(tmp_path / "shared")
+    assert CliRunner().invoke(policyctl, ["test", str(team)]).exit_code == 2
+    tested = CliRunner().invoke(policyctl, ["test", "--allow-path", shared, str(team)])
+    assert tested.exit_code == 0 and "1 passed" in tested.output
+    call = '{"turn": [{"id": "c1", "name": "bash", "args": {"command": "x"}}]}\n'
+    trace = str(_write(tmp_path, "t.jsonl", call))
+    assert CliRunner().invoke(policyctl, ["replay", "--policy", str(team), trace]).exit_code == 2
+    replayed = CliRunner().invoke(policyctl, ["replay", "--allow-path", shared, "--policy", str(team), trace])
+    assert replayed.exit_code == 0, replayed.output
 
 
 # --- finding 8: near-linear checks, located diagnostics, no traceback ------------------------------

@@ -15,6 +15,7 @@ from policy.model.compiled import CompiledPolicy
 from policy.model.decision import Decision
 from policy.model.events import ToolCall, ToolResult
 from policy.runtime.loops.detector import LoopDetector
+from policy.runtime.loops.layer import ErrorKey
 from policy.runtime.loops.state import ScopeState
 
 _ids = itertools.count(1)
@@ -43,7 +44,7 @@ class Session:
         text: str,
         *,
         failed: bool = False,
-        error_key: Sequence[Any] | None = None,
+        error_key: ErrorKey | None = None,
         state_changed: bool = False,
     ) -> Decision:
         return self.detector.on_result(
@@ -51,7 +52,7 @@ class Session:
             call,
             ToolResult(text, "error" if failed else "success"),
             failed=failed,
-            error_key=tuple(error_key) if error_key is not None else None,
+            error_key=error_key,
             state_changed=state_changed,
         )
 
@@ -164,19 +165,23 @@ def streak(tmp_path: Path) -> Session:
     return Session(load(tmp_path, STREAK))
 
 
-def fail(session: Session, command: str, key: Sequence[Any] | None, text: str = "error") -> Decision:
+def module(name: str) -> ErrorKey:
+    return ErrorKey("MODULE_NOT_FOUND", (("module", name),))
+
+
+def fail(session: Session, command: str, key: ErrorKey | None, text: str = "error") -> Decision:
     _, (call,) = session.turn(command)
     return session.result(call, text, failed=True, error_key=key)
 
 
 def test_the_same_error_warns_once_at_warn_and_stops_at_stop(streak: Session) -> None:
-    key = ("MODULE_NOT_FOUND", "yaml")
+    key = module("yaml")
     actions = [fail(streak, f"python run{n}.py", key).action for n in range(7)]
     assert actions == ["allow", "allow", "warn", "allow", "allow", "stop", "stop"]
 
 
 def test_a_success_or_a_different_error_ends_the_streak(streak: Session) -> None:
-    yaml, numpy = ("MODULE_NOT_FOUND", "yaml"), ("MODULE_NOT_FOUND", "numpy")
+    yaml, numpy = module("yaml"), module("numpy")
     fail(streak, "a", yaml)
     fail(streak, "b", yaml)
     streak.step("pip install pyyaml", "ok")
@@ -188,13 +193,13 @@ def test_a_success_or_a_different_error_ends_the_streak(streak: Session) -> None
 def test_same_signature_compares_only_the_signature(tmp_path: Path) -> None:
     session = Session(load(tmp_path, STREAK.replace("same captures", "same signature")))
     modules = ("yaml", "numpy", "requests")
-    actions = [fail(session, "python x.py", ("MODULE_NOT_FOUND", m)).action for m in modules]
+    actions = [fail(session, "python x.py", module(m)).action for m in modules]
     assert actions == ["allow", "allow", "warn"]
 
 
 def test_a_streak_names_the_error_and_its_captures(streak: Session) -> None:
     for _ in range(3):
-        decision = fail(streak, "python app.py", ("MODULE_NOT_FOUND", "yaml"),
+        decision = fail(streak, "python app.py", module("yaml"),
                         "Traceback …\nModuleNotFoundError: No module named 'yaml'\n")
     assert decision.metadata["layer"] == "error_streak"
     assert decision.metadata["signature"] == "MODULE_NOT_FOUND"
@@ -284,7 +289,7 @@ def test_an_error_streak_outranks_an_oscillation_of_equal_severity(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     session = Session(load(tmp_path, OSCILLATION + "\nloop error_streak { same signature; warn 4; stop 9 }"))
-    key = ("ERR",)
+    key = ErrorKey("ERR")
     for command in ("a", "b", "a"):
         session.step(command, "boom", failed=True, error_key=key)
     with caplog.at_level(logging.INFO, logger="policy.loops"):

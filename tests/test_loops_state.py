@@ -11,7 +11,7 @@ from policy.language.loader import load_policy
 from policy.model.compiled import CompiledPolicy
 from policy.model.events import ToolCall, ToolResult
 from policy.runtime.loops.detector import LoopDetector
-from policy.runtime.loops.layer import DIGEST
+from policy.runtime.loops.layer import DIGEST, ErrorKey
 from policy.runtime.loops.state import ScopeState
 
 
@@ -52,8 +52,9 @@ def replay(detector: LoopDetector, state: ScopeState | None, events: Events, thr
         for call, (text, failed) in zip(calls, outcomes, strict=True):
             if through_json:
                 current = ScopeState.from_json(current.to_json())
+            key = ErrorKey("X", (("output", text),)) if failed else None
             decision = detector.on_result(current, call, ToolResult(text, "error" if failed else "success"),
-                                          failed=failed, error_key=("X", text) if failed else None,
+                                          failed=failed, error_key=key,
                                           state_changed=call.args["command"].startswith("pip") and not failed)
             seen.append(json.dumps(decision.to_dict(), sort_keys=True))
     return seen

@@ -23,6 +23,8 @@ from policy.stores.redis import LockLostError, RedisStore, StoreBusyError
 if TYPE_CHECKING:
     from redis import Redis
 
+    from tests.conftest import RestartableRedis
+
 redis = pytest.importorskip("redis")
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -253,3 +255,80 @@ def test_a_server_that_lost_its_data_is_told_from_a_new_one(client: Redis,
     with caplog.at_level(logging.WARNING), store.scope(Scope("t", "r")) as state:
         assert state.pending == {}
     assert len([r for r in caplog.records if "lost the loop state" in r.getMessage()]) == 1
+
+
+# --- a lost scope is told from a new one, per scope (issue 16) -----------------------------------
+
+REPEATED = ToolCall(id="c", name="bash", args={"command": "make test"})
+
+
+def _losses(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "no longer has the loop state" in r.getMessage()]
+
+
+def _answering(client: Redis) -> None:
+    """Wait until the client's pool reconnected to the restarted server."""
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            client.ping()
+            return
+        except redis.ConnectionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def test_a_restart_without_persistence_is_logged_once_for_each_scope_that_lost_its_state(
+        restartable_redis: RestartableRedis, caplog: pytest.LogCaptureFixture) -> None:
+    from policy.runtime.guard import Guard
+
+    store = RedisStore(redis.Redis(port=restartable_redis.port))
+    guard = Guard(load_policy("builtin:default"), store=store)
+    first, second, untouched = Scope("t1", "r"), Scope("t2", "r"), Scope("t3", "r")
+    for scope in (first, second):
+        assert [guard.on_turn([REPEATED], scope).action for _ in range(2)] == ["allow", "allow"]
+    restartable_redis.restart()
+    _answering(store.client)
+    with caplog.at_level(logging.WARNING, logger="policy.redis_store"):
+        assert guard.on_turn([REPEATED], first).action == "allow"  # the third repeat: counted afresh
+        assert guard.on_turn([REPEATED], first).action == "allow"
+        assert guard.on_turn([REPEATED], untouched).action == "allow"
+        assert len(_losses(caplog)) == 1 and store.state_key(first) in _losses(caplog)[0]
+        assert guard.on_turn([REPEATED], second).action == "allow"
+    losses = _losses(caplog)
+    assert len(losses) == 2 and store.state_key(second) in losses[1]
+    assert len([r for r in caplog.records if "lost the loop state under" in r.getMessage()]) == 1
+
+
+def test_a_scope_started_afresh_by_another_worker_after_a_loss_is_noticed_too(
+        client: Redis, redis_port: int, caplog: pytest.LogCaptureFixture) -> None:
+    one, other = RedisStore(client), RedisStore(redis.Redis(port=redis_port))
+    scope = Scope("t", "r")
+    for store in (one, other):
+        with store.scope(scope) as state:
+            state.pending["c"] = {}
+    client.delete(one.state_key(scope))  # evicted, say: the prefix's epoch stays
+    with caplog.at_level(logging.WARNING, logger="policy.redis_store"):
+        with other.scope(scope) as state:
+            assert state.pending == {}
+            state.pending["d"] = {}
+        with one.scope(scope) as state:  # the state is back, but it is not the one this worker saved
+            assert state.pending == {"d": {}}
+    assert len(_losses(caplog)) == 2
+
+
+def test_a_dropped_or_expired_scope_is_not_a_loss(client: Redis, redis_port: int,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    one, other = RedisStore(client, ttl_seconds=1), RedisStore(redis.Redis(port=redis_port), ttl_seconds=1)
+    dropped, expired = Scope("dropped", "r"), Scope("expired", "r")
+    for scope in (dropped, expired):
+        with one.scope(scope) as state:
+            state.pending["c"] = {}
+    other.drop_thread("dropped")
+    time.sleep(1.1)
+    with caplog.at_level(logging.WARNING, logger="policy.redis_store"):
+        for scope in (dropped, expired):
+            with one.scope(scope) as state:
+                assert state.pending == {}
+    assert _losses(caplog) == []

@@ -20,6 +20,7 @@ import policy.runtime.signatures as signatures
 from policy.language.loader import load_policy
 from policy.model.compiled import CompiledPolicy
 from policy.model.events import ToolCall, ToolResult
+from policy.runtime.loops.layer import ErrorKey
 from policy.runtime.output import scanned_tail
 from policy.runtime.signatures import Diagnosis, diagnose, excerpt, hint_decision
 
@@ -263,7 +264,7 @@ def test_the_key_is_the_signature_and_its_key_captures(tmp_path: Path) -> None:
     one = diagnose(policy, bash(), failed('File "a.py", line 3: invalid syntax'))
     other_message = diagnose(policy, bash(), failed('File "a.py", line 3: unexpected indent'))
     other_line = diagnose(policy, bash(), failed('File "a.py", line 4: invalid syntax'))
-    assert one.key == ("SYNTAX", "a.py", "3")
+    assert one.key == ErrorKey("SYNTAX", (("file", "a.py"), ("line", "3")))
     assert other_message.key == one.key
     assert other_line.key != one.key
 
@@ -280,20 +281,22 @@ def test_without_a_signature_the_key_is_the_normalised_end_of_the_output(tmp_pat
     first = diagnose(policy, bash(), failed("lots of output\nfailed after 1.25s"))
     second = diagnose(policy, bash(), failed("lots of output\nfailed after 3.50s"))
     different = diagnose(policy, bash(), failed("lots of output\nfailed differently"))
-    assert first.key == ("text", "lots of output\nfailed after <dur>")
+    assert first.key == ErrorKey.of_text("lots of output\nfailed after <dur>")
     assert second.key == first.key
     assert different.key != first.key
     success = diagnose(policy, bash(), ToolResult(content="lots of output\nall done", status="success"))
-    assert success.key == ()
+    assert success.key is None
 
 
 def test_the_error_text_key_reads_only_the_end_of_a_long_output(tmp_path: Path) -> None:
     policy = make_policy(tmp_path, 'signature NEVER { match /never printed/; hint h }\nhint h "x"\n')
     content = "".join(f"line {i}\n" for i in range(5000)) + "final error\n"
     key = diagnose(policy, bash(), failed(content)).key
-    assert key[0] == "text" and key[1].endswith("final error")
-    assert len(key[1].encode()) <= signatures.ERROR_TEXT_LIMIT
-    assert key[1].startswith("line ")  # cut at a line start
+    assert key is not None and key.signature == "text"
+    text = dict(key.captures)["text"]
+    assert text.endswith("final error")
+    assert len(text.encode()) <= signatures.ERROR_TEXT_LIMIT
+    assert text.startswith("line ")  # cut at a line start
 
 
 def test_the_excerpt_is_the_matched_line_with_a_line_of_context() -> None:

@@ -26,6 +26,7 @@ import pytest
 from policy.language.loader import load_policy
 from policy.model.compiled import CompiledPolicy
 from policy.model.events import ToolCall, ToolResult
+from policy.runtime.loops.layer import ErrorKey
 from policy.runtime.signatures import diagnose, hint_decision
 
 PY = sys.executable
@@ -662,7 +663,7 @@ This is how your edit would have looked if applied
     # Rejected edits of one file are the same error (for error_streak), whatever the message.
     keys = {diagnose(policy, ToolCall(id="c", name="str_replace"), verbatim(rejection(error))[1]).key
             for error in ("unmatched ']'", "unmatched ')'")}
-    assert keys == {("EDIT_REJECTED", "", path)}
+    assert keys == {ErrorKey("EDIT_REJECTED", (("location", ""), ("file", path)))}
 
 
 @pytest.mark.parametrize(

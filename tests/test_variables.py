@@ -5,7 +5,7 @@ from __future__ import annotations
 from policy.model.decision import RuleRef
 from policy.model.events import ToolCall
 from policy.model.hint_template import COMMON_VARIABLES, compile_hint
-from policy.model.variables import HintVariables, call_summary, common_variables
+from policy.model.variables import HintVariables, call_summary
 
 CALL = ToolCall(id="c1", name="bash", args={"command": "make", "description": "build"})
 RULE = RuleRef("signature", "MAKE_FAILED")
@@ -29,13 +29,6 @@ def test_every_common_variable_is_provided() -> None:
         "call_id": "c1",
         "policy": "team",
     }
-
-
-def test_the_eager_common_variables_are_the_lazy_ones() -> None:
-    lazy = variables()
-    eager = common_variables("team", RULE, "hint", CALL, call_summary(CALL))
-    assert set(eager) == COMMON_VARIABLES
-    assert eager == {name: lazy[name] for name in COMMON_VARIABLES}
 
 
 def test_a_variable_is_computed_when_first_read_and_kept() -> None:

@@ -34,8 +34,7 @@ def _session(guard: Guard, root: Path) -> list[tuple[str, str]]:
         status = "success" if done.returncode == 0 else "error"
         decisions.append(guard.on_result(call, ToolResult(done.stdout + done.stderr, status), scope))
         for decision in decisions:
-            parts = decision.metadata.get("decisions") or [decision.to_dict()]
-            warnings += [(p["action"], p["rule"]) for p in parts if p["action"] in ("warn", "stop")]
+            warnings += [(p.action, str(p.rule)) for p in decision.parts if p.action in ("warn", "stop")]
     return warnings
 
 

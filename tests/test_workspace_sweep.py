@@ -46,6 +46,15 @@ def test_a_command_that_changes_files_correctly_gets_no_hint(case: Case, tmp_pat
     assert "left it broken" not in outcome.hint
 
 
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_a_workspace_that_already_watches_its_folders_sees_the_same(case: Case, tmp_path: Path) -> None:
+    root = tmp_path / "work"
+    root.mkdir()
+    outcome = run_case(case, root, warm=True)
+    assert outcome.blocked == case.blocked, outcome.hint
+    assert outcome.named == frozenset(() if case.blocked else case.broken), outcome.hint
+
+
 def test_the_hint_names_the_place_with_a_caret(tmp_path: Path) -> None:
     outcome = run_case(BROKEN[0], tmp_path)
     assert "Python error at line 1, column 9: expected ':'" in outcome.hint
@@ -104,7 +113,7 @@ def test_an_incomplete_heredoc_chunk_left_alone_is_followed_up(tmp_path: Path) -
     guard = Guard("builtin:default", workspace=tmp_path)
     run_command(guard, tmp_path, "cat > big.py <<'EOF'\ndef total(x):\n    return (x +\nEOF", "c1")
     _, decision = run_command(guard, tmp_path, "python3 big.py", "c2")
-    rules = [part["rule"] for part in decision.metadata["decisions"]]
+    rules = [str(part.rule) for part in decision.metadata["decisions"]]
     assert rules == ["signature SYNTAX_ERROR", "incomplete python"]
     assert "big.py is still incomplete on disk: the `(` opened here is not closed" in (decision.hint or "")
     assert "(line 2, column 12)" in (decision.hint or "")

@@ -16,11 +16,15 @@ from pathlib import Path
 
 import pytest
 
+from policy.hooks.respond import Responder
+from policy.model.events import Scope, ToolCall, ToolResult
+from policy.runtime.guard import Guard
 from policy.runtime.workspace import local
 from policy.runtime.workspace.coverage import Coverage
 from policy.runtime.workspace.local import LocalWorkspace
 from policy.runtime.workspace.notify import Events, Notifier
 from policy.runtime.workspace.snapshot import Changes, Snapshot
+from policy.runtime.workspace.watch import coverage_of
 
 COVERED = Coverage(["*.py", "*.json"])
 AN_HOUR_AGO = 3600
@@ -228,3 +232,54 @@ def test_the_file_limit_is_kept_with_runs_of_files(tmp_path: Path, notify: bool)
             (path, *(snapshot.stat(path) or (0, 0, 0))) for path in snapshot.paths)
     exact = LocalWorkspace(tmp_path, max_files=11, notify=notify).snapshot(COVERED)
     assert len(exact) == 11 and not exact.truncated
+
+
+def test_a_guard_made_for_each_event_keeps_the_workspace_s_caches(tmp_path: Path) -> None:
+    if not inotify_available():
+        pytest.skip("no inotify here")
+    make(tmp_path, "a/b.py", "c.py")
+    workspace = LocalWorkspace(tmp_path)
+    for _ in range(2):
+        workspace.snapshot(Coverage(["*.py", "*.json"]))
+    last = workspace.snapshot(Coverage(["*.py", "*.json"]))  # equal globs, a new object: as a hook's guard
+    assert workspace.snapshot(Coverage(["*.py", "*.json"])) is last
+    other = workspace.snapshot(Coverage(["*.py"]))  # other globs: walked afresh
+    assert other == LocalWorkspace(tmp_path, notify=False).snapshot(Coverage(["*.py"])) and other is not last
+
+
+def test_a_hook_process_reuses_one_watching_workspace_across_events(tmp_path: Path) -> None:
+    if not inotify_available():
+        pytest.skip("no inotify here")
+    make(tmp_path, "app.py")
+    responder = Responder()
+    policy = responder.policy("builtin:claude-code")
+    workspace = responder.workspace(tmp_path, policy)
+    assert responder.workspace(tmp_path, policy) is workspace
+
+    def event(number: int) -> None:  # one Guard per event, as the resident process makes them
+        guard = Guard(policy, workspace=workspace)
+        call = ToolCall(id=f"c{number}", name="Bash", args={"command": "true"})
+        guard.on_call(call, Scope(thread_id="s", run_id="r"))
+        guard.on_result(call, ToolResult(content=""), Scope(thread_id="s", run_id="r"))
+
+    for number in range(3):
+        event(number)
+    last = workspace.snapshot(coverage_of(policy))
+    event(3)
+    assert workspace.watching and workspace.snapshot(coverage_of(policy)) is last
+
+
+def test_one_folder_under_two_paths_is_stat_ed_under_the_second(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    if not inotify_available():
+        pytest.skip("no inotify here")
+    make(tmp_path, "a/x.py", "b/y.py")
+    real = Notifier.watch
+
+    def same_for_a_and_b(self: Notifier, path: str) -> int:  # as a bind mount of a/ at b/ would be
+        return real(self, path.replace(f"{tmp_path}/b", f"{tmp_path}/a"))
+
+    monkeypatch.setattr(Notifier, "watch", same_for_a_and_b)
+    walker = Walker(tmp_path, True)
+    (tmp_path / "b/y.py").write_text("y = 2222\n")  # reported for a/'s watch only
+    assert walker.changes() == Changes(modified=("b/y.py",))

@@ -163,14 +163,19 @@ def run_command(guard: Guard, root: Path, command: str, call_id: str = "c1") -> 
     return False, guard.on_result(call, result, SCOPE)
 
 
-def run_case(case: Case, root: Path, policy: CompiledPolicy | str = "builtin:default") -> Outcome:
+def run_case(case: Case, root: Path, policy: CompiledPolicy | str = "builtin:default", *,
+             warm: bool = False) -> Outcome:
+    """The case's command through a guard on a fresh workspace; ``warm``: after two commands that
+    change nothing, so the workspace already watches its folders (where the system can)."""
     prepare(case, root)
-    blocked, decision = run_command(Guard(policy, workspace=root), root, case.command)
+    guard = Guard(policy, workspace=root)
+    for number in range(2 if warm else 0):
+        run_command(guard, root, "true", call_id=f"warm{number}")
+    blocked, decision = run_command(guard, root, case.command)
     return Outcome(blocked=blocked, named=swept_paths(decision), hint=decision.hint or "")
 
 
 def swept_paths(decision: Decision) -> frozenset[str]:
     """The files a decision's sweep findings name."""
-    parts = decision.metadata.get("decisions") or [decision.to_dict()]
-    return frozenset(str(entry["path"]) for part in parts if str(part.get("rule") or "").startswith("sweep ")
-                     for entry in part["metadata"]["files"])
+    return frozenset(str(entry["path"]) for part in decision.parts if str(part.rule).startswith("sweep ")
+                     for entry in part.metadata["files"])

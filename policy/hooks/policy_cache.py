@@ -29,7 +29,6 @@ import pickle
 import stat
 import sys
 import time
-import uuid
 from collections.abc import Mapping
 from dataclasses import fields, is_dataclass
 from functools import cache
@@ -38,6 +37,7 @@ from types import MappingProxyType
 from typing import Any
 
 from policy.model.compiled import CompiledPolicy
+from policy.model.hint_template import HintTemplate
 from policy.resources import data_dir, user_cache_dir
 
 FORMAT = b"policyctl-compiled-1\n"
@@ -55,13 +55,19 @@ def code_identity() -> str:
     """What a cached policy depends on besides its files: the interpreter and policyctl's own code."""
     digest = hashlib.sha256(sys.version.encode())
     digest.update(str(sys.implementation.cache_tag).encode())
-    for folder, subfolders, names in os.walk(_PACKAGE_DIR):
-        subfolders.sort()
-        for name in sorted(names):
-            if name.endswith(".py"):
-                info = os.stat(os.path.join(folder, name))
-                digest.update(f"{folder}/{name}:{info.st_size}:{info.st_mtime_ns}\n".encode())
+    _add_sources(digest, str(_PACKAGE_DIR))
     return digest.hexdigest()
+
+
+def _add_sources(digest: Any, folder: str) -> None:
+    """Every ``.py`` file's path, size and modification time under ``folder``, in name order."""
+    with os.scandir(folder) as entries:
+        for entry in sorted(entries, key=lambda entry: entry.name):
+            if entry.name.endswith(".py"):
+                info = entry.stat()
+                digest.update(f"{entry.path}:{info.st_size}:{info.st_mtime_ns}\n".encode())
+            elif entry.name != "__pycache__" and entry.is_dir(follow_symlinks=False):
+                _add_sources(digest, entry.path)
 
 
 def file_digest(path: str) -> str | None:
@@ -200,7 +206,7 @@ class PolicyCache:
         buffer = io.BytesIO()
         _PolicyPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump((policy, deps))
         body = buffer.getvalue()
-        temporary = folder / f".{entry.name}.{uuid.uuid4().hex}.tmp"
+        temporary = folder / f".{entry.name}.{os.urandom(16).hex()}.tmp"
         try:
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             with os.fdopen(fd, "wb") as handle:
@@ -238,10 +244,13 @@ def _read_only(mapping: dict[str, Any]) -> Mapping[str, Any]:
 
 class _PolicyPickler(pickle.Pickler):
     """Pickles dataclasses through their constructor (so derived fields, compiled matchers and
-    cached templates are rebuilt, not stored), read-only mappings as mappings, RE2 patterns as
+    cached templates are rebuilt, not stored), hint templates with their compiled code (so
+    rendering one needs no Jinja2 parse), read-only mappings as mappings, RE2 patterns as
     their source."""
 
     def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, HintTemplate) and obj.code is None:
+            obj = obj.with_code()
         if isinstance(obj, MappingProxyType):
             return _read_only, (dict(obj),)
         if is_dataclass(obj) and not isinstance(obj, type):

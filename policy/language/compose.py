@@ -13,7 +13,9 @@ accumulate.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from os import PathLike
 from pathlib import Path
 
 from policy.language import ast
@@ -45,8 +47,14 @@ class Composition:
     """The text of every file read, by path (diagnostics show their lines)."""
     complete: bool = True
     """False when a file could not be read or parsed: the merged view has gaps."""
-    confine: bool = True
-    """Files named by ``extends`` and ``hint … file`` must lie inside the naming file's folder tree."""
+    allowed: tuple[Path, ...] = ()
+    """Folders (resolved) whose files ``extends`` and ``hint … file`` may name besides the naming
+    file's own folder tree."""
+
+    def may_read(self, path: Path, tree: Path) -> bool:
+        """Whether ``path`` (symlinks resolved) lies inside ``tree`` or an allowed folder."""
+        real = _identity(path)
+        return any(real.is_relative_to(folder) for folder in (_identity(tree), *self.allowed))
 
 
 @dataclass
@@ -79,20 +87,21 @@ def resolve_target(target: str) -> tuple[Path | None, str]:
     return Path(target), target
 
 
-def compose(target: str, report: DiagnosticCollector, *, confine: bool = True) -> Composition:
+def compose(target: str, report: DiagnosticCollector, *,
+            allow_paths: Iterable[str | PathLike[str]] = ()) -> Composition:
     """Load ``target`` (a path or ``builtin:NAME``) with its bases, reporting what goes wrong.
 
-    With ``confine`` (the default), ``extends`` and ``hint … file`` read only
-    files inside the folder tree of the file that names them.
+    ``extends`` and ``hint … file`` read only files inside the folder tree of
+    the file that names them, or inside one of ``allow_paths``.
     """
     path, shown = resolve_target(target)
-    composition = Composition(root=shown, confine=confine)
+    composition = Composition(root=shown, allowed=tuple(_identity(Path(p)) for p in allow_paths))
     start = Span(file=shown, line=1, column=1, end_line=1, end_column=1)
     if path is None:
         _report_unknown_builtin(target, start, report)
         composition.complete = False
         return composition
-    layer = _Composer(composition, report, confine).load(path, shown, start, ())
+    layer = _Composer(composition, report).load(path, shown, start, ())
     if layer is not None:
         composition.declarations = layer.declarations
         composition.normalizers = layer.normalizers
@@ -102,10 +111,9 @@ def compose(target: str, report: DiagnosticCollector, *, confine: bool = True) -
 class _Composer:
     """Loads each file once and merges each file's bases once (a diamond of bases is not re-merged)."""
 
-    def __init__(self, composition: Composition, report: DiagnosticCollector, confine: bool) -> None:
+    def __init__(self, composition: Composition, report: DiagnosticCollector) -> None:
         self.composition = composition
         self.report = report
-        self.confine = confine
         self.files: dict[Path, FileDeclarations | None] = {}
         self.layers: dict[Path, _Layer | None] = {}
 
@@ -162,15 +170,15 @@ class _Composer:
 
     def _may_read(self, path: Path, shown: str, parent: str, value: ast.String) -> bool:
         """A base must be a ``.policy`` file inside the folder tree of the file that names it
-        (symlinks resolved), unless confinement is off; a refusal is reported at ``value``."""
+        (symlinks resolved) or inside an allowed folder; a refusal is reported at ``value``."""
         if path.suffix != POLICY_SUFFIX:
             self.report.add("E601", f"`{value.value}` is not a policy file: it was not read", value.span,
                             f"policy files are named *{POLICY_SUFFIX}")
             return False
-        folder = _identity(Path(parent)).parent
-        if self.confine and not _identity(path).is_relative_to(folder):
+        if not self.composition.may_read(path, _identity(Path(parent)).parent):
             self.report.add("E604", f"`{value.value}` is outside the folder of `{parent}`: it was not read",
-                            value.span, "a policy extends only files in its folder tree (or builtin:NAME)")
+                            value.span, "a policy extends only files in its folder tree (or builtin:NAME); "
+                            "`--allow-path DIR` allows more")
             return False
         return True
 

@@ -41,7 +41,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from policy.language import ast
-from policy.language.parser import _BareName, parse
+from policy.language.leaves import BareName
+from policy.language.parser import parse
 from policy.model.diagnostics import Diagnostic, Span
 
 LINE_LENGTH = 100
@@ -107,7 +108,7 @@ def _json_structure(value: Any) -> Any:
         return ("object", [(k, _json_structure(v)) for k, v in value.items()])
     if isinstance(value, list):
         return ("array", [_json_structure(v) for v in value])
-    if isinstance(value, _BareName):
+    if isinstance(value, BareName):
         return ("name", str(value))
     return (type(value).__name__, value)
 
@@ -420,7 +421,7 @@ def _json_fitted(value: Any, indent: str, prefix: str) -> str:
 
 
 def _json_scalar(value: Any) -> str:
-    if isinstance(value, _BareName):
+    if isinstance(value, BareName):
         return str(value)  # not JSON; the checker reports it, the formatter keeps it
     if isinstance(value, str):
         text = json.dumps(value, ensure_ascii=False)

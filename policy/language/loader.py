@@ -10,7 +10,7 @@ files are ever shown.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from os import PathLike
 from types import MappingProxyType
@@ -44,33 +44,38 @@ class CheckResult:
         return not has_errors(self.diagnostics)
 
 
-def check_policy(target: str | PathLike[str], *, confine: bool = True) -> CheckResult:
+AllowedPaths = Iterable[str | PathLike[str]]
+"""Folders whose files ``extends`` and ``hint … file`` may name besides the naming file's own tree."""
+
+
+def check_policy(target: str | PathLike[str], *, allow_paths: AllowedPaths = ()) -> CheckResult:
     """Check ``target`` (a path or ``builtin:NAME``): every diagnostic, and the policy when it compiles.
 
     Warnings are reported only for the file itself; its bases are checked on their own.
-    ``confine=False`` lets ``extends`` and ``hint … file`` name files outside the
-    folder tree of the file that names them.
+    ``extends`` and ``hint … file`` name files inside the folder tree of the file that
+    names them, or inside one of ``allow_paths`` (the CLI's ``--allow-path``).
     """
-    return _check(target, confine)[0]
+    return _check(target, allow_paths)[0]
 
 
-def load_policy(target: str | PathLike[str]) -> CompiledPolicy:
+def load_policy(target: str | PathLike[str], *, allow_paths: AllowedPaths = ()) -> CompiledPolicy:
     """The compiled policy ``target`` names; raises ``PolicyError`` with every diagnostic on errors."""
-    return load_policy_and_files(target)[0]
+    return load_policy_and_files(target, allow_paths=allow_paths)[0]
 
 
-def load_policy_and_files(target: str | PathLike[str]) -> tuple[CompiledPolicy, dict[str, str]]:
+def load_policy_and_files(target: str | PathLike[str], *,
+                          allow_paths: AllowedPaths = ()) -> tuple[CompiledPolicy, dict[str, str]]:
     """``load_policy``, and the text of every file it was built from (policy files and hint
     templates, by path): what a cache of the compiled policy must be keyed by."""
-    result, composition = _check(target, True)
+    result, composition = _check(target, allow_paths)
     if result.policy is None:
         raise PolicyError(result.diagnostics)
     return result.policy, dict(composition.texts)
 
 
-def _check(target: str | PathLike[str], confine: bool) -> tuple[CheckResult, Composition]:
+def _check(target: str | PathLike[str], allow_paths: AllowedPaths) -> tuple[CheckResult, Composition]:
     report = DiagnosticCollector()
-    composition = compose(str(target), report, confine=confine)
+    composition = compose(str(target), report, allow_paths=allow_paths)
     policy = compile_policy(composition, report) if composition.complete else None
     diagnostics = [
         d for d in report.diagnostics if d.severity is Severity.ERROR or d.span.file == composition.root

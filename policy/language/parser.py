@@ -8,10 +8,7 @@ Lark's ``on_error`` recovery lets one run report several of them.
 
 from __future__ import annotations
 
-import json
-import math
 import re
-import textwrap
 from collections.abc import Callable, Iterator
 from functools import cache
 from typing import Any, cast
@@ -25,19 +22,16 @@ from lark.exceptions import (
     UnexpectedToken,
 )
 
-from policy.language import ast
-from policy.language.codes import severity_of
+from policy.language import ast, leaves
+from policy.language.fast_parser import fast_parse, token_pattern
 from policy.language.grammar_cache import cached_parser
+from policy.language.leaves import MAX_DEPTH
 from policy.model.diagnostics import Diagnostic, Span
 from policy.resources import data_dir
 
 MAX_SYNTAX_ERRORS = 20
 MAX_RECOVERIES = 200
 """Syntax errors the parser recovers from before it stops (a bad line can hold thousands)."""
-MAX_DEPTH = 32
-MAX_NUMBER = 2**53
-"""The largest integer a policy may write (every integer up to it is exact as a float too)."""
-_MAX_DIGITS = 16
 
 _TOKEN_WORDS = {
     "NAME": "a name",
@@ -58,9 +52,6 @@ _TOKEN_WORDS = {
     "$END": "the end of the file",
 }
 
-_SIZE_UNITS = {"B": 1, "KB": 1024, "KiB": 1024, "MB": 1024**2, "MiB": 1024**2, "GB": 1024**3, "GiB": 1024**3}
-
-
 LARK_OPTIONS: dict[str, Any] = {
     "parser": "lalr",
     "lexer": "contextual",
@@ -74,6 +65,11 @@ LARK_OPTIONS: dict[str, Any] = {
 def _lark() -> Lark:
     grammar = (data_dir("grammar") / "policy.lark").read_text(encoding="utf-8")
     return cached_parser(grammar, LARK_OPTIONS)
+
+
+@cache
+def _token_pattern() -> re.Pattern[str]:
+    return token_pattern(lambda name: _lark().get_terminal(name).pattern.to_regexp())
 
 
 def build_parser_uncached() -> Lark:
@@ -112,7 +108,20 @@ def decode_policy(data: bytes, path: str) -> tuple[str | None, list[Diagnostic]]
 
 
 def parse(text: str, path: str) -> tuple[ast.PolicyFile | None, list[Diagnostic]]:
-    """Parse policy text.  Returns the tree (None when there are syntax errors) and diagnostics."""
+    """Parse policy text.  Returns the tree (None when there are syntax errors) and diagnostics.
+
+    Text the fast path reads (``policy.language.fast_parser``) is not parsed again; Lark's parser
+    reads the rest, and says what is wrong with it.
+    """
+    statements = fast_parse(text, path, _token_pattern())
+    if statements is None:
+        return parse_with_lark(text, path)
+    return ast.PolicyFile(span=_span_at(text, 0, len(text), path), path=path, source=text,
+                          statements=statements), []
+
+
+def parse_with_lark(text: str, path: str) -> tuple[ast.PolicyFile | None, list[Diagnostic]]:
+    """``parse`` by Lark's parser alone: the reference the fast path is tested against."""
     errors: list[Diagnostic] = []
     seen_lines: set[int] = set()
     recoveries = 0
@@ -138,7 +147,7 @@ def parse(text: str, path: str) -> tuple[ast.PolicyFile | None, list[Diagnostic]
         return None, errors
     try:
         statements = _Builder(path).build(tree)
-    except _BuildError as err:
+    except leaves.BuildError as err:
         return None, [err.diagnostic]
     file_span = _span_at(text, 0, len(text), path)
     return ast.PolicyFile(span=file_span, path=path, source=text, statements=statements), []
@@ -147,8 +156,7 @@ def parse(text: str, path: str) -> tuple[ast.PolicyFile | None, list[Diagnostic]
 # --- syntax errors ---------------------------------------------------------
 
 
-def _diag(code: str, message: str, span: Span, help: str | None = None) -> Diagnostic:
-    return Diagnostic(code=code, severity=severity_of(code), message=message, span=span, help=help)
+_diag = leaves.diagnostic
 
 
 def _span_at(text: str, start: int, end: int, path: str) -> Span:
@@ -210,22 +218,8 @@ def _syntax_diagnostic(err: UnexpectedInput, text: str, path: str) -> Diagnostic
 # --- tree → AST -------------------------------------------------------------
 
 
-class _BuildError(Exception):
-    """Stops building the AST: the input has a problem only found while building (E005, E006)."""
-
-    def __init__(self, diagnostic: Diagnostic) -> None:
-        self.diagnostic = diagnostic
-
-
-def _long_string_value(token: str) -> str:
-    """A text's value: line endings read as LF (a file's meaning does not depend on them), the first
-    newline dropped, the common indentation removed."""
-    body = token[3:-3]
-    if "\r" in body:
-        body = body.replace("\r\n", "\n").replace("\r", "\n")
-    return textwrap.dedent(body.removeprefix("\n"))
-
-
+_LEAF_RULES = {"name": leaves.name, "string": leaves.string, "long_string": leaves.long_string,
+               "regex": leaves.regex, "number": leaves.number, "size": leaves.size, "range": leaves.range_}
 _NESTING = frozenset({"block", "json_object", "json_array"})
 
 
@@ -239,10 +233,6 @@ class _Builder:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.leaves: dict[str, Callable[[Token], ast.Node]] = {
-            "name": self.name, "string": self.string, "long_string": self.long_string, "regex": self.regex,
-            "number": self.number, "size": self.size, "range": self.range,
-        }
         self.rules: dict[str, Callable[[list[Any]], Any]] = {
             "start": self.start, "statement": self.statement, "block": self.block, "pair": self.pair,
             "json_object": self.json_object, "json_member": self.json_member, "json_array": self.json_array,
@@ -250,20 +240,22 @@ class _Builder:
         }
 
     def build(self, tree: lark.Tree[Token]) -> list[ast.Statement]:
-        """The statements of the file; raises :class:`_BuildError`."""
+        """The statements of the file; raises :class:`leaves.BuildError`."""
         stack: list[tuple[str, Iterator[Any], list[Any], int]] = [(tree.data, iter(tree.children), [], 0)]
         while True:
             rule, children, done, depth = stack[-1]
             for child in children:
                 if not isinstance(child, lark.Tree):
                     done.append(child)
-                elif child.data in self.leaves:
-                    done.append(self.leaves[child.data](cast(Token, child.children[0])))
+                elif child.data in _LEAF_RULES:
+                    token = cast(Token, child.children[0])
+                    done.append(_LEAF_RULES[child.data](str(token), self.span(token)))
                 else:
                     nested = depth + 1 if child.data in _NESTING else depth
                     if nested > MAX_DEPTH:
-                        raise _BuildError(_diag("E005", f"blocks nested more than {MAX_DEPTH} levels deep",
-                                                self.span(cast(Token, child.children[0]))))
+                        message = f"blocks nested more than {MAX_DEPTH} levels deep"
+                        first = cast(Token, child.children[0])
+                        raise leaves.BuildError(_diag("E005", message, self.span(first)))
                     stack.append((child.data, iter(child.children), [], nested))
                     break
             else:
@@ -302,66 +294,6 @@ class _Builder:
         return Span(file=self.path, line=line, column=column, end_line=end_line,
                     end_column=end_column, start=start, end=end)
 
-    # leaves
-
-    def json_string(self, token: Token) -> str:
-        try:
-            value = json.loads(token)
-        except ValueError:
-            raise _BuildError(_diag("E006", "invalid escape sequence in string", self.span(token),
-                                    r'use \" \\ \n \t \r \/ \b \f or \uXXXX')) from None
-        assert isinstance(value, str)
-        return value
-
-    def name(self, token: Token) -> ast.Name:
-        return ast.Name(span=self.span(token), value=str(token))
-
-    def string(self, token: Token) -> ast.String:
-        span, value = self.span(token), self.json_string(token)
-        return ast.String(span=span, value=value, triple=False)
-
-    def long_string(self, token: Token) -> ast.String:
-        value = _long_string_value(token)
-        return ast.String(span=self.span(token), value=value, triple=True)
-
-    def regex(self, token: Token) -> ast.Regex:
-        text = str(token)
-        close = text.rindex("/")
-        pattern = text[1:close].replace("\\/", "/")
-        span, flags = self.span(token), text[close + 1:]
-        return ast.Regex(span=span, pattern=pattern, flags=flags)
-
-    def bounded(self, token: Token, digits: str, scale: int = 1) -> int:
-        """An integer literal (times ``scale``); raises E007 past ``MAX_NUMBER``, before converting a
-        long run of digits."""
-        if len(digits.lstrip("-")) > _MAX_DIGITS or abs(value := int(digits) * scale) > MAX_NUMBER:
-            raise _BuildError(_diag("E007", f"`{token}` is too large a number", self.span(token),
-                                    f"numbers are at most {MAX_NUMBER}"))
-        return value
-
-    def number(self, token: Token) -> ast.Number:
-        text = str(token)
-        value: int | float
-        if any(c in text for c in ".eE"):
-            value = float(text)
-            if not math.isfinite(value):
-                raise _BuildError(_diag("E007", f"`{text}` is too large a number", self.span(token),
-                                        "a decimal number is at most about 1.8e308"))
-        else:
-            value = self.bounded(token, text)
-        return ast.Number(span=self.span(token), value=value, text=text)
-
-    def size(self, token: Token) -> ast.Size:
-        text = str(token)
-        digits = text.rstrip("BKMGi")
-        value = self.bounded(token, digits, _SIZE_UNITS[text[len(digits):]])
-        return ast.Size(span=self.span(token), value=value, text=text)
-
-    def range(self, token: Token) -> ast.Range:
-        low, high = (self.bounded(token, part) for part in str(token).split(".."))
-        span = self.span(token)
-        return ast.Range(span=span, low=low, high=high)
-
     # rules
 
     def pair(self, children: list[Any]) -> ast.Pair:
@@ -370,7 +302,8 @@ class _Builder:
         return ast.Pair(span=span, key=str(key), value=value)
 
     def json_member(self, children: list[Any]) -> tuple[str, Any]:
-        return self.json_string(children[0]), _json_python(children[-1])
+        key = children[0]
+        return leaves.json_string(str(key), self.span(key)), leaves.json_python(children[-1])
 
     def json_object(self, children: list[Any]) -> ast.Json:
         members: dict[str, Any] = dict(child for child in children if isinstance(child, tuple))
@@ -380,7 +313,7 @@ class _Builder:
         return ast.Json(span=self.outer(children), value={})
 
     def json_array(self, children: list[Any]) -> ast.Json:
-        items = [_json_python(child) for child in children if not isinstance(child, Token)]
+        items = [leaves.json_python(child) for child in children if not isinstance(child, Token)]
         return ast.Json(span=self.outer(children), value=items)
 
     def block(self, children: list[Any]) -> ast.Block:
@@ -395,28 +328,3 @@ class _Builder:
 
     def start(self, children: list[Any]) -> list[ast.Statement]:
         return [c for c in children if isinstance(c, ast.Statement)]
-
-
-_JSON_NAMES: dict[str, Any] = {"true": True, "false": False, "null": None}
-
-
-def _json_python(node: Any) -> Any:
-    """A JSON value node → its Python value; a bare name other than true/false/null stays a Name."""
-    if isinstance(node, ast.Json):
-        return node.value
-    if isinstance(node, ast.Name):
-        return _JSON_NAMES.get(node.value, _BareName(node))
-    if isinstance(node, (ast.String, ast.Number)):
-        return node.value
-    return node
-
-
-class _BareName(str):
-    """A bare identifier inside a JSON literal (the checker reports it as E702)."""
-
-    node: ast.Name
-
-    def __new__(cls, node: ast.Name) -> _BareName:
-        self = super().__new__(cls, node.value)
-        self.node = node
-        return self

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Literal, NamedTuple, Protocol, TypeVar
 
@@ -83,7 +83,15 @@ class Decision(NamedTuple):
     def severity(self) -> int:
         return SEVERITY[self.action]
 
+    @property
+    def parts(self) -> tuple[Decision, ...]:
+        """The decisions combined into this one, most severe first (``metadata["decisions"]``);
+        the decision itself when it was not combined."""
+        combined = self.metadata.get(COMBINED)
+        return tuple(combined) if combined else (self,)
+
     def to_dict(self) -> dict[str, Any]:
+        """The decision as JSON output shows it (the rule as ``"kind name"``)."""
         return {
             "action": self.action,
             "rule": str(self.rule) if self.rule else None,
@@ -91,13 +99,15 @@ class Decision(NamedTuple):
             "signature": self.signature,
             "captures": dict(self.captures),
             "hint": self.hint,
-            "metadata": dict(self.metadata),
+            "metadata": _metadata_dict(self.metadata, Decision.to_dict),
         }
 
     def to_state(self) -> dict[str, Any]:
         """The decision as a store keeps it between events: ``to_dict``, with the rule's kind,
-        name and span (the store boundary is the only place a decision becomes a dict)."""
+        name and span (the store boundary and JSON output are the only places a decision becomes
+        a dict)."""
         data = self.to_dict()
+        data["metadata"] = _metadata_dict(self.metadata, Decision.to_state)
         if self.rule is not None:
             data["rule"] = self.rule.to_state()
         return data
@@ -105,9 +115,24 @@ class Decision(NamedTuple):
     @classmethod
     def from_state(cls, data: Mapping[str, Any]) -> Decision:
         """A decision back from ``to_state`` (or from the ``to_dict`` form earlier versions stored)."""
+        metadata = data.get("metadata") or {}
+        if metadata.get(COMBINED):
+            metadata = {**metadata, COMBINED: tuple(cls.from_state(part) for part in metadata[COMBINED])}
         return cls(action=data["action"], rule=_stored_rule(data.get("rule")), hint=data.get("hint"),
                    call_id=data.get("call_id"), signature=data.get("signature"),
-                   captures=data.get("captures") or {}, metadata=data.get("metadata") or {})
+                   captures=data.get("captures") or {}, metadata=metadata)
+
+
+COMBINED = "decisions"
+"""The metadata key of a combined decision's parts (``Decision`` values, most severe first)."""
+
+
+def _metadata_dict(metadata: Mapping[str, Any], part: Callable[[Decision], dict[str, Any]]) -> dict[str, Any]:
+    """``metadata`` as a plain dict, a combined decision's parts written by ``part``."""
+    data = dict(metadata)
+    if data.get(COMBINED):
+        data[COMBINED] = [part(decision) for decision in data[COMBINED]]
+    return data
 
 
 ALLOW = Decision()

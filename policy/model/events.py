@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import uuid
+import os
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -83,7 +83,7 @@ class Scope:
 
     def __post_init__(self) -> None:
         if self.run_id is None:
-            object.__setattr__(self, "run_id", f"anon-{uuid.uuid4().hex}")
+            object.__setattr__(self, "run_id", f"anon-{os.urandom(16).hex()}")
 
     @property
     def key(self) -> tuple[str, str]:

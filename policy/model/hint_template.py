@@ -8,10 +8,13 @@ variable; it is never compiled as a template itself.
 from __future__ import annotations
 
 import json
+import keyword
 import logging
+import marshal
 import posixpath
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -146,8 +149,17 @@ def environment() -> BoundedEnvironment:
     return env
 
 
+def _jinja2_version() -> str:
+    import jinja2
+
+    return str(getattr(jinja2, "__version__", ""))
+
+
 def template_variables(source: str) -> frozenset[str]:
     """Top-level names a template reads (it must parse; see ``environment().parse``)."""
+    simple = _placeholder_variables(source)
+    if simple is not None:
+        return simple
     from jinja2 import meta
 
     return frozenset(meta.find_undeclared_variables(parse_bounded(source)))
@@ -160,22 +172,71 @@ def parse_bounded(source: str) -> nodes.Template:
     return bounded_loops(environment().parse(source))
 
 
+_WORD = "[A-Za-z_][A-Za-z0-9_]*"
+_PLACEHOLDER = re.compile(rf"\{{\{{ *(?P<name>{_WORD})(?:\.{_WORD})*(?P<filters>(?: *\| *{_WORD})*) *\}}\}}")
+_NOT_NAMES = frozenset({*keyword.kwlist, "true", "false", "none"})
+
+
+def _placeholder_variables(source: str) -> frozenset[str] | None:
+    """The names read by a template that is text and ``{{ name.attribute | filter }}`` placeholders
+    only, without asking Jinja2 (a policy may hold thousands); None for any other template.
+
+    Such a template cannot fail to compile unless a filter is unknown, which is left to Jinja2.
+    """
+    if "{%" in source or "{#" in source or "{{{" in source:
+        return None
+    placeholders = list(_PLACEHOLDER.finditer(source))
+    if len(placeholders) != source.count("{{"):
+        return None
+    names: set[str] = set()
+    for placeholder in placeholders:
+        name = placeholder["name"]
+        if name in _NOT_NAMES:
+            return None
+        if placeholder["filters"]:
+            known = environment().filters
+            if any(f.strip(" |") not in known for f in placeholder["filters"].split("|")[1:]):
+                return None
+        names.add(name)
+    return frozenset(names)
+
+
 @dataclass(frozen=True)
 class HintTemplate:
     """A named hint template, checked when its policy compiles.
 
     The Python code behind it is generated on first render and kept: a
-    policy's many hints cost only a parse each until one is needed.
+    policy's many hints cost only a parse each until one is needed.  A
+    template that carries ``code`` (``with_code``: how a cached policy keeps
+    its templates) is rebuilt from that code, without Jinja2's lexer, parser
+    and code generator.
     """
 
     name: str
     source: str
     variables: frozenset[str]
     span: Span | None = None
+    code: tuple[str, bytes] | None = field(default=None, compare=False, repr=False)
+    """(Jinja2's version, its compiled code for ``source`` as ``marshal`` bytes); used only
+    under that Jinja2 version."""
 
     @cached_property
     def template(self) -> Template:
-        return environment().from_string(parse_bounded(self.source))
+        env = environment()
+        if self.code is not None and self.code[0] == _jinja2_version():
+            code = marshal.loads(self.code[1])  # from an HMAC-checked cache entry, as the pickle around it
+            return env.template_class.from_code(env, code, env.make_globals(None))
+        return env.from_string(parse_bounded(self.source))
+
+    def with_code(self) -> HintTemplate:
+        """This template with its compiled code attached (itself when the source does not compile)."""
+        from jinja2 import TemplateError
+
+        try:
+            compiled = environment().compile(parse_bounded(self.source))
+        except TemplateError:
+            return self
+        return replace(self, code=(_jinja2_version(), marshal.dumps(compiled)))
 
     def render(self, variables: Mapping[str, Any]) -> str:
         """Render; a failure is logged and replaced by a plain one-line hint."""
@@ -196,11 +257,7 @@ class HintTemplate:
                 except KeyError:  # a global, or a name nothing provides (StrictUndefined reports it)
                     continue
                 context[name] = value
-            from policy.model.hint_sandbox import bounded_concat
-
-            template = self.template
-            text = bounded_concat(template.root_render_func(template.new_context(context)))
-            return RenderedHint(text.strip("\n"))
+            return RenderedHint(environment().render_bounded(self.template, context).strip("\n"))
         except Exception as err:  # a hint must never break the agent
             log.warning("hint %s failed to render: %s", self.name, err)
             return RenderedHint(fallback_hint(variables), f"{type(err).__name__}: {err}")

@@ -22,17 +22,6 @@ def call_summary(call: ToolCall, limit: int = CALL_SUMMARY_LIMIT) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def common_variables(
-    policy: str, rule: RuleRef, action: Action, call: ToolCall, summary: str
-) -> dict[str, Any]:
-    """Every common variable, made at once, for a caller that has the call's ``summary``
-    (``call_summary``) anyway: a plain dict is the cheapest thing to render with.  The
-    values are those ``HintVariables`` makes on first read (``_ON_FIRST_READ``)."""
-    variables = _cheap_variables(policy, rule, action, call)
-    variables.update(rule=str(rule), args=dict(call.args), call=summary)
-    return variables
-
-
 def _cheap_variables(policy: str, rule: RuleRef, action: Action, call: ToolCall) -> dict[str, Any]:
     """The common variables that cost nothing to make."""
     return {"rule_kind": rule.kind, "rule_name": rule.name, "action": action, "tool": call.name,

@@ -29,11 +29,19 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from policy.model.compiled import WRITING_ROLES, CompiledPolicy
-from policy.model.decision import ALLOW, Decision, RuleRef
+from policy.model.decision import ALLOW, COMBINED, Decision, RuleRef
 from policy.model.events import Scope, ToolCall, ToolResult
 from policy.runtime.faults import TOO_DEEP_FACTS, GuardedStore, StoreFault, too_deep
-from policy.runtime.gates import FileEffect, bounded_effect, check_write, read_local_file
+from policy.runtime.gates import (
+    FileEffect,
+    bounded_effect,
+    check_write,
+    gate_applies,
+    read_local_file,
+    unread_effect,
+)
 from policy.runtime.loops.detector import LoopDetector
+from policy.runtime.loops.layer import ErrorKey
 from policy.runtime.loops.state import MAX_OPEN_CALLS, ScopeState, drop_oldest
 from policy.runtime.output import output_reader
 from policy.runtime.signatures import diagnose, hint_decision
@@ -51,6 +59,7 @@ ReadFile = Callable[[str], "str | None"]
 _INTERNAL = RuleRef("internal", "error")
 _WARNING = "warning"
 _CHANGES_FILE = "changes_file"
+_WRITES = "writes"
 MAX_QUEUED = 4
 """Warnings a scope keeps for its next model request (DeerFlow's cap); the oldest go first."""
 
@@ -203,6 +212,8 @@ class Guard:
             return self._on_command(call, scope)
         if spec.role not in WRITING_ROLES:
             return ALLOW
+        if not gate_applies(self.policy, spec, call.args):
+            return self._on_unchecked_write(call, scope)
         effect = bounded_effect(spec, call.args, self.read_file, self.policy.max_check_bytes)
         if effect is None:
             return ALLOW
@@ -216,9 +227,30 @@ class Guard:
             entry[_CHANGES_FILE] = changes_file
             if decision.action != "block":
                 if isinstance(effect, FileEffect):
-                    entry.update(self._files.write_pending(effect, decision))
+                    entry.update(self._files.write_pending(effect.path, decision))
                 return decision
             return self._blocked(state, call, decision)
+
+        combined = self._state.run(scope, work)
+        return _with_facts(decision, combined.facts()) if isinstance(combined, StoreFault) else combined
+
+    def _on_unchecked_write(self, call: ToolCall, scope: Scope) -> Decision:
+        """A write no gate checks: its file is not read; whether it changes the file (progress, for
+        the loop layers) is judged from its arguments (``UnreadEffect``)."""
+        effect = unread_effect(self.policy.tool(call.name), call.args)
+        if effect is None or too_deep(call):
+            return ALLOW
+        decision = Decision(call_id=call.id)
+
+        def work(state: ScopeState) -> Decision:
+            entry = _pending(state, call.id)
+            changes = effect.changes
+            if effect.digest is not None:
+                changes = state.written.get(effect.path) != effect.digest
+                entry[_WRITES] = [effect.path, effect.digest]
+            entry[_CHANGES_FILE] = changes
+            entry.update(self._files.write_pending(effect.path, decision))
+            return decision
 
         combined = self._state.run(scope, work)
         return _with_facts(decision, combined.facts()) if isinstance(combined, StoreFault) else combined
@@ -246,9 +278,9 @@ class Guard:
     def _blocked(self, state: ScopeState, call: ToolCall, decision: Decision) -> Decision:
         """A blocked call is a failed result for the error streak; its pending warning goes with it."""
         rejection = ToolResult(content=decision.hint or "", status="error")
-        error_key = ("gate", {"gate": decision.rule.name if decision.rule else "",
-                              "path": str(decision.metadata.get("path", "")),
-                              "message": str(decision.metadata.get("message", ""))})
+        error_key = ErrorKey.of_block(decision.rule.name if decision.rule else "",
+                                      str(decision.metadata.get("path", "")),
+                                      str(decision.metadata.get("message", "")))
         streak = self._delivered(state, self._loops.on_result(
             state, call, rejection, failed=True, error_key=error_key, state_changed=False))
         warning = state.pending.pop(call.id, {}).get(_WARNING)
@@ -268,9 +300,10 @@ class Guard:
             files, progress = self._files.on_result(state.files, call, pending, diagnosis.failed, after)
             changed = progress if progress is not None else self._state_changed(
                 call, diagnosis.failed, pending.get(_CHANGES_FILE))
-            error_key = diagnosis.key if diagnosis.failed else None
+            _remember_write(state, self.policy.tool(call.name).role, pending.get(_WRITES),
+                            diagnosis.failed, changed)
             loops = self._delivered(state, self._loops.on_result(
-                state, call, result, failed=diagnosis.failed, error_key=error_key, state_changed=changed,
+                state, call, result, failed=diagnosis.failed, error_key=diagnosis.key, state_changed=changed,
                 output=output))
             return _combine([self._restore(pending.get(_WARNING)), loops, signature, *files])
 
@@ -330,6 +363,18 @@ class Guard:
             hint = f"[policy] internal error ({type(err).__name__}); the call was not checked."
             return Decision(action="block", rule=_INTERNAL, hint=hint, metadata=fault)
         return Decision(action="allow", rule=_INTERNAL, metadata=fault)
+
+
+def _remember_write(state: ScopeState, role: str, writes: Any, failed: bool, changed: bool) -> None:
+    """Keep what an unchecked write left in its file; a command that changed files forgets it all
+    (the files may hold anything now)."""
+    if role == "run" and changed:
+        state.written.clear()
+    elif not failed and isinstance(writes, list) and len(writes) == 2:
+        path, digest = writes
+        state.written.pop(str(path), None)
+        state.written[str(path)] = str(digest)
+        drop_oldest(state.written, MAX_OPEN_CALLS)
 
 
 def _local(workspace: Workspace | str | os.PathLike[str] | None, policy: CompiledPolicy) -> Workspace | None:
@@ -400,7 +445,7 @@ def _combine(decisions: list[Decision]) -> Decision:
     hints = [d.hint for d in ordered if d.hint]
     signature = next((d for d in ordered if d.signature), None)
     metadata = dict(lead.metadata)
-    metadata["decisions"] = [d.to_dict() for d in ordered]
+    metadata[COMBINED] = tuple(ordered)
     return Decision(
         action=lead.action,
         rule=lead.rule,

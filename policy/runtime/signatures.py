@@ -21,6 +21,7 @@ from policy.model.per_policy import per_policy
 from policy.model.re2_spans import Spans, group_text
 from policy.model.variables import HintVariables
 from policy.runtime.exit_status import by_design, may_be_by_design, reported_status
+from policy.runtime.loops.layer import ErrorKey
 from policy.runtime.module_origin import ReadFile, module_origin
 from policy.runtime.output import Output, decode, last_bytes, output_reader
 
@@ -52,10 +53,9 @@ class Diagnosis:
     """The winner's named groups that took part in the match."""
     matches: tuple[str, ...] = ()
     """Names of every matching signature, in policy order."""
-    key: tuple[str, ...] = ()
-    """What identifies "the same error": (signature name, key captures…), or, when no
-    signature matched, ("text", the normalised end of the output) for a failed result
-    and () for one that did not fail."""
+    key: ErrorKey | None = None
+    """What identifies "the same error" of a failed result: the winner with its key captures,
+    or, when no signature matched, the normalised end of the output (None: it did not fail)."""
     tail: bytes = b""
     """The output's scanned tail."""
     span: tuple[int, int] = (0, 0)
@@ -101,7 +101,7 @@ def diagnose(
         break
     winner = winner or yielded
     if winner is None:
-        key = ("text", _error_text(policy, output)) if failed else ()
+        key = ErrorKey.of_text(_error_text(policy, output)) if failed else None
         return Diagnosis(failed=failed, key=key, tail=tail)
     index, spans = winner
     rule = signatures[index]
@@ -115,7 +115,7 @@ def diagnose(
         signature=rule,
         captures=captures,
         matches=tuple(signatures[i].ref.name for i in matching if i not in missed),
-        key=(rule.ref.name, *(captures.get(name, "") for name in rule.key)),
+        key=ErrorKey.of_signature(rule.ref.name, rule.key, captures),
         tail=tail,
         span=spans[0],
     )

@@ -36,7 +36,6 @@ import logging
 import os
 import re
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -185,7 +184,7 @@ class FileStore:
 
     def _write(self, path: Path, runs: Runs) -> None:
         data = json.dumps({"v": FORMAT_VERSION, "runs": runs}, ensure_ascii=True, separators=(",", ":"))
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(16).hex()}.tmp")
         try:
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
             with os.fdopen(fd, "wb") as handle:

@@ -12,10 +12,16 @@ short connect and command timeouts and no retries; after a connection fault
 the store answers ``StoreUnavailableError`` at once for ``retry_seconds`` (a
 circuit breaker: a dead server costs one timeout per interval, not one per
 call); a lock lease is ``lock_seconds`` (2 s), so a worker killed while holding
-a scope delays that scope by at most that long.  An epoch key, set once per
-prefix, tells a server that lost its data (a restart without persistence, a
-flush) from one that never had it: the loss is logged at WARNING.  Text that
-UTF-8 cannot encode (lone surrogates) is kept as JSON escapes.
+a scope delays that scope by at most that long.  Lost state is told from new
+state by epochs: each scope's state is saved with an epoch key (a random
+token made when the state starts), and each worker remembers the epoch of the
+scopes it used (at most ``MAX_REMEMBERED`` of them); a scope whose state is
+gone, or came back with another epoch, before its ``ttl_seconds`` ran out and
+without a ``drop_thread`` or ``drop_all`` lost its loop state (a restart
+without persistence, a flush, an eviction), and that is logged at WARNING
+once per scope and loss.  A prefix-wide epoch tells the same of the whole
+server, for scopes no worker remembers.  Text that UTF-8 cannot encode (lone
+surrogates) is kept as JSON escapes.
 
 Bounded: states expire ``ttl_seconds`` after their last use, and at most
 ``max_scopes`` are kept (the least recently used go).  A set per thread lists
@@ -30,6 +36,7 @@ from __future__ import annotations
 import logging
 import random
 import secrets
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -38,6 +45,7 @@ from urllib.parse import quote
 
 from policy.model.events import Scope
 from policy.runtime.loops.state import ScopeState
+from policy.stores.lru import LruDict
 
 if TYPE_CHECKING:
     import redis
@@ -57,6 +65,7 @@ if redis.call('get', KEYS[1]) ~= ARGV[1] then
 end
 local ttl, now, max_scopes = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 redis.call('set', KEYS[2], ARGV[2], 'EX', ttl)
+redis.call('set', KEYS[2] .. ':epoch', ARGV[6], 'EX', ttl)
 redis.call('sadd', KEYS[3], KEYS[2])
 redis.call('expire', KEYS[3], ttl)
 redis.call('zadd', KEYS[4], now, KEYS[2])
@@ -65,11 +74,15 @@ local excess = redis.call('zcard', KEYS[4]) - max_scopes
 if excess > 0 then
   local evicted = redis.call('zpopmin', KEYS[4], excess)
   for i = 1, #evicted, 2 do
-    redis.call('del', evicted[i])
+    redis.call('del', evicted[i], evicted[i] .. ':epoch')
   end
 end
 return 1
 """
+
+
+MAX_REMEMBERED = 10_000
+"""Scopes whose epoch one worker remembers (the least recently used are forgotten)."""
 
 
 class StoreUnavailableError(ConnectionError):
@@ -111,7 +124,11 @@ class RedisStore:
         self._save = client.register_script(_SAVE)
         self._scopes_key = f"{prefix}:scopes"
         self._epoch_key = f"{prefix}:epoch"
+        self._dropped_all_key = f"{prefix}:dropped"
         self._epoch: str | None = None
+        self._seen: LruDict[str, tuple[str, float]] = LruDict(MAX_REMEMBERED)
+        """State key → the epoch this worker last saved it with, and when."""
+        self._seen_lock = threading.Lock()
         self._down_until = 0.0
 
     @classmethod
@@ -134,14 +151,17 @@ class RedisStore:
             lock = f"{key}:lock"
             token = self._acquire(lock)
             try:
-                state = self._load(key)
+                state, epoch = self._load(key, scope.thread_id)
                 yield state
+                now = time.time()
                 saved = self._save(
                     keys=[lock, key, self._thread_key(scope.thread_id), self._scopes_key],
-                    args=[token, _encoded(state.to_json()), self.ttl_seconds, time.time(), self.max_scopes],
+                    args=[token, _encoded(state.to_json()), self.ttl_seconds, now, self.max_scopes, epoch],
                 )
                 if not saved:
                     raise LockLostError(f"the lock of {key} expired after {self.lock_seconds}s; not saved")
+                with self._seen_lock:
+                    self._seen.put(key, (epoch, now))
             finally:
                 self._release(keys=[lock], args=[token])
 
@@ -161,23 +181,26 @@ class RedisStore:
             raise
 
     def drop_thread(self, thread_id: str) -> None:
+        """Forget every run of the thread; other workers read it as a reset, not a loss."""
         thread_key = self._thread_key(thread_id)
         members = list(self.client.smembers(thread_key))
         pipeline = self.client.pipeline()
         if members:
-            pipeline.delete(*members)
+            pipeline.delete(*members, *(_epoch_key_of(member) for member in members))
             pipeline.zrem(self._scopes_key, *members)
         pipeline.delete(thread_key)
+        pipeline.set(self._dropped_key(thread_id), time.time(), ex=self.ttl_seconds)
         pipeline.execute()
 
     def drop_all(self) -> None:
         """Forget every thread under this store's prefix."""
         prefix = _glob_escaped(self.prefix)
-        for pattern in (f"{prefix}:state:*", f"{prefix}:thread:*"):
+        for pattern in (f"{prefix}:state:*", f"{prefix}:thread:*", f"{prefix}:dropped:*"):
             keys = list(self.client.scan_iter(match=pattern, count=500))
             for start in range(0, len(keys), 500):
                 self.client.delete(*keys[start:start + 500])
         self.client.delete(self._scopes_key)
+        self.client.set(self._dropped_all_key, time.time(), ex=self.ttl_seconds)
 
     def __len__(self) -> int:
         """Scopes used within the last ``ttl_seconds``."""
@@ -188,6 +211,10 @@ class RedisStore:
 
     def _thread_key(self, thread_id: str) -> str:
         return f"{self.prefix}:thread:{_quoted(thread_id)}"
+
+    def _dropped_key(self, thread_id: str) -> str:
+        """When the thread was last dropped (by any worker)."""
+        return f"{self.prefix}:dropped:{_quoted(thread_id)}"
 
     def _check_epoch(self, epoch: Any) -> None:
         """Set the epoch when the server has none; log when it lost the one this store saw."""
@@ -213,16 +240,45 @@ class RedisStore:
             pause = min(pause * 2, 0.05)
         return token
 
-    def _load(self, key: str) -> ScopeState:
-        raw, epoch = self.client.mget(key, self._epoch_key)
-        self._check_epoch(epoch)
+    def _load(self, key: str, thread_id: str) -> tuple[ScopeState, str]:
+        """The scope's state and its epoch (a new one for a new state); a loss is logged."""
+        raw, epoch, server_epoch, *dropped = self.client.mget(
+            key, f"{key}:epoch", self._epoch_key, self._dropped_key(thread_id), self._dropped_all_key)
+        self._check_epoch(server_epoch)
+        scope_epoch = _text(epoch) if raw is not None else None  # no state: whatever epoch is left is stale
+        self._check_scope_epoch(key, scope_epoch, dropped)
         if raw is None:
-            return ScopeState()
+            return ScopeState(), secrets.token_hex(8)
         try:
-            return ScopeState.from_json(raw)
+            return ScopeState.from_json(raw), scope_epoch or secrets.token_hex(8)
         except ValueError as err:
             log.warning("discarding unreadable state of %s: %s", key, err)
-            return ScopeState()
+            return ScopeState(), secrets.token_hex(8)
+
+    def _check_scope_epoch(self, key: str, epoch: str | None, dropped: list[Any]) -> None:
+        """Log when a scope this worker saved has lost its state since (not expired, not dropped)."""
+        with self._seen_lock:
+            seen = self._seen.get(key)
+        if seen is None or epoch == seen[0]:
+            return
+        saved_at = seen[1]
+        if time.time() - saved_at >= self.ttl_seconds:
+            return
+        if any(marker is not None and float(marker) >= saved_at for marker in dropped):
+            return
+        with self._seen_lock:
+            self._seen.pop(key)
+        log.warning("Redis no longer has the loop state of %s saved at %s (restarted without persistence, "
+                    "flushed, or evicted it): loop counting starts afresh for this scope", key,
+                    time.strftime("%H:%M:%S", time.localtime(saved_at)))
+
+
+def _epoch_key_of(state_key: bytes | str) -> bytes | str:
+    return state_key + b":epoch" if isinstance(state_key, bytes) else state_key + ":epoch"
+
+
+def _text(value: Any) -> str | None:
+    return value.decode("ascii", "replace") if isinstance(value, bytes) else value
 
 
 def _quoted(name: str) -> str:

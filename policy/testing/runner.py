@@ -262,11 +262,8 @@ def _expected(step: TestStep) -> str:
 
 def _rules(decision: Decision) -> set[str]:
     """The rules behind a decision at its own severity (a combined decision lists every one)."""
-    rules = {str(decision.rule)} if decision.rule else set()
-    for part in decision.metadata.get("decisions", ()):
-        if isinstance(part, dict) and part.get("action") == decision.action and part.get("rule"):
-            rules.add(str(part["rule"]))
-    return rules
+    return {str(part.rule) for part in (decision, *decision.parts)
+            if part.rule is not None and (part is decision or part.action == decision.action)}
 
 
 def _hint_summary(decision: Decision) -> str:

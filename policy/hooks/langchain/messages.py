@@ -123,9 +123,7 @@ def _refusal_meta(decision: Decision) -> dict[str, Any]:
 
 def _diagnosed_failed(decision: Decision) -> bool:
     """Did the policy read the result as failed (``fails_when``, ``Error:``), whatever its status?"""
-    combined = decision.metadata.get("decisions") or []
-    return decision.metadata.get("failed") is True or any(
-        isinstance(d, dict) and (d.get("metadata") or {}).get("failed") is True for d in combined)
+    return any(part.metadata.get("failed") is True for part in (decision, *decision.parts))
 
 
 def _error_type(decision: Decision) -> str:

@@ -82,10 +82,11 @@ def _load_file(ctx: Context, name: str, node: ast.String, policy_file: str) -> t
         if not path.is_file():
             continue
         tree = folder.parent if folder != shipped else shipped
-        if ctx.composition.confine and not path.resolve().is_relative_to(tree.resolve()):
+        if not ctx.composition.may_read(path, tree):
             ctx.report.add("E604", f"hint file `{node.value}` is outside `{tree}`: it was not read",
                            node.span,
-                           "a hint file lies in the folder tree of the policy that names it")
+                           "a hint file lies in the folder tree of the policy that names it; "
+                           "`--allow-path DIR` allows more")
             return None
         shown = str(path)
         try:

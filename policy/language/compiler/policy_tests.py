@@ -14,7 +14,7 @@ from policy.language import ast
 from policy.language.checker import check_statement, split_run_on_lines
 from policy.language.collector import did_you_mean, join_help, quoted_list
 from policy.language.compiler.context import Context
-from policy.language.parser import _BareName
+from policy.language.leaves import BareName
 from policy.language.patterns import compile_regex
 from policy.language.schema import CALL_STEP, STEPS
 from policy.model.compiled import PolicyTest, TestCall, TestStep
@@ -262,12 +262,12 @@ def _text(value: ast.Value) -> str:
     return value.value if isinstance(value, (ast.Name, ast.String)) else ""
 
 
-def _bare_names(value: Any) -> Iterator[_BareName]:
+def _bare_names(value: Any) -> Iterator[BareName]:
     """Bare words inside a JSON literal (``{"a": yes}``), depth first."""
     stack = [value]
     while stack:
         item = stack.pop()
-        if isinstance(item, _BareName):
+        if isinstance(item, BareName):
             yield item
         elif isinstance(item, dict):
             stack.extend(reversed(list(item.values())))

@@ -10,6 +10,7 @@ the tool, which reports the problem itself.  A text past the policy's
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -67,6 +68,43 @@ def file_effect(spec: ToolSpec, args: Mapping[str, Any], read_file: ReadFile,
     if spec.role == "notebookedit":
         return _notebook_cell(spec, args, path, read_file, limit)
     return None
+
+
+@dataclass(frozen=True)
+class UnreadEffect:
+    """What a write or edit that no gate checks does, judged from its arguments alone: its file is
+    not read.  ``changes`` is None for an overwrite, which changes the file unless it writes the
+    content (``digest``) the last such write to the path left."""
+
+    path: str
+    changes: bool | None
+    digest: str | None = None
+
+
+def unread_effect(spec: ToolSpec, args: Mapping[str, Any]) -> UnreadEffect | None:
+    """The :class:`UnreadEffect` of a ``writes``/``edits``/``multiedits``/``notebookedit`` call; None
+    for a call that cannot be understood (left to the tool)."""
+    path = _path(spec.arg("path", args))
+    if path is None:
+        return None
+    if spec.role == "write":
+        content, append = spec.arg("content", args), flag(spec.arg("append", args))
+        if not isinstance(content, str) or append is None:
+            return None
+        if append:
+            return UnreadEffect(path, changes=content != "")
+        digest = hashlib.blake2b(content.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+        return UnreadEffect(path, changes=None, digest=digest)
+    if spec.role == "notebookedit":
+        return UnreadEffect(path, changes=True)
+    if spec.role == "edit":
+        edit = _replacement(args, spec.args)
+        edits = [edit] if edit else []
+    elif spec.role == "multiedit":
+        edits = _replacements(spec.arg("edits", args), spec.args)
+    else:
+        return None
+    return UnreadEffect(path, changes=any(old != new for old, new, _ in edits)) if edits else None
 
 
 def bounded_effect(spec: ToolSpec, args: Mapping[str, Any], read_file: ReadFile,

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
 
-from policy.model.compiled import CompiledPolicy, GateRule
+from policy.model.compiled import CompiledPolicy, GateRule, ToolSpec
 from policy.model.decision import Decision
 from policy.model.events import ToolCall
 from policy.model.variables import HintVariables
@@ -25,6 +25,17 @@ def matching_gate(gates: Sequence[GateRule], path: str) -> GateRule | None:
         if any(fnmatchcase(name, glob) or fnmatchcase(whole, glob) for glob in gate.globs):
             return gate
     return None
+
+
+def gate_applies(policy: CompiledPolicy, spec: ToolSpec, args: Mapping[str, Any]) -> bool:
+    """Whether a gate may check the file this writing call names: its path matches a gate's glob
+    (a notebook cell: any gate, since its language is read from the notebook)."""
+    if not policy.gates:
+        return False
+    if spec.role == "notebookedit":
+        return True
+    path = spec.arg("path", args)
+    return isinstance(path, str) and matching_gate(policy.gates, path) is not None
 
 
 def check_write(policy: CompiledPolicy, call: ToolCall, read_file: ReadFile,

@@ -88,6 +88,35 @@ def last_word_start(text: str) -> int:
     return start
 
 
+_CLOSED_ON_ONE_LINE = re.compile(r"""(?:[^'"#\n]++|'(?:[^'\\\n]++|\\.)*+'|"(?:[^"\\\n]++|\\.)*+")*+""")
+_ENDS_A_TOKEN = frozenset(" \t\f([{,=:;+-*/%<>!&|^~@")
+"""Characters after which Python starts a new token, whatever follows."""
+_OPEN_STRING = re.compile(r"""'(?:[^'\\\n]|\\.)*\\?|"(?:[^"\\\n]|\\.)*\\?""")
+
+
+def trailing_open_string(text: str) -> int | None:
+    """Where a one-line string left open at the very end of a Python text starts (before its prefix),
+    when the last line alone tells: the text has no triple quote and no backslash-newline, so every
+    line starts outside any string.  None otherwise, when the text does not end in an open string,
+    when that string is an f-string (whose grammar differs between Python versions), or when it
+    opens its line (the indentation before it is the line's, and Python checks that first)."""
+    line_start = text.rfind("\n") + 1
+    if text.find("'", line_start) < 0 and text.find('"', line_start) < 0:
+        return None
+    if "'''" in text or '"""' in text or "\\\n" in text:
+        return None
+    closed = _CLOSED_ON_ONE_LINE.match(text, line_start)
+    quote = closed.end() if closed is not None else len(text)
+    if quote == len(text) or not _OPEN_STRING.fullmatch(text, quote):
+        return None
+    start = _string_start(text, quote)
+    if "f" in text[start:quote].lower() or not text[line_start:start].strip():
+        return None  # the line's indentation would be cut off with the string
+    if text[start - 1] not in _ENDS_A_TOKEN:
+        return None  # `1b'x`: Python reads what comes before (a number, a name) with the string
+    return start
+
+
 def _string_start(text: str, quote: int) -> int:
     """Where the string whose quote is at ``quote`` starts: before its prefix (``rb``, ``f`` …)."""
     start = quote

@@ -3,8 +3,9 @@
 With ``partial``, CPython's parser itself says when a text ends too early
 (``PyCF_ALLOW_INCOMPLETE_INPUT``); an error in the text's open ending is
 checked once more (``policy.runtime.gates.prefix``).  Two parses decide (a
-third only places a block's error behind open brackets): the time is linear
-in the text, whatever its brackets, strings and lines.
+third only places a block's error behind open brackets; a text cut off in a
+one-line string usually takes one): the time is linear in the text, whatever
+its brackets, strings and lines.
 """
 
 from __future__ import annotations
@@ -14,7 +15,13 @@ import codeop
 import threading
 import warnings
 
-from policy.runtime.gates.prefix import NEVER_CLOSED, closing_brackets, continued, open_ending
+from policy.runtime.gates.prefix import (
+    NEVER_CLOSED,
+    closing_brackets,
+    continued,
+    open_ending,
+    trailing_open_string,
+)
 from policy.runtime.gates.problems import (
     INCOMPLETE,
     TOO_DEEP,
@@ -51,13 +58,19 @@ _INCOMPLETE = SyntaxError("incomplete input")
 def _partial_error(source: str) -> SyntaxError | None:
     """The genuine error of a text that may be cut off; ``_INCOMPLETE`` when only its ending is missing.
 
-    At most two parses decide, so the time is linear in the text.  The parser says
+    At most three parses decide, so the time is linear in the text.  The parser says
     itself when the text ends too early.  An error in the text's open ending
     (a string still open at the end, the word or literal being typed) is not
     one, but Python reports such a string before a real error earlier on: the
     text before the ending is parsed again, continued by a backslash so that
-    the parser only asks whether it could go on.
+    the parser only asks whether it could go on.  When the last line shows
+    that the text ends in a one-line string (``trailing_open_string``), that
+    parse comes first, and an incomplete text is told in one.
     """
+    string_start = trailing_open_string(source)
+    before = _before(source, string_start) if string_start is not None else None
+    if string_start is not None and (before is None or before is _INCOMPLETE):
+        return _INCOMPLETE
     error = _syntax_error(source, _FAIL_FAST)
     if error is None or error.msg == _INCOMPLETE.msg:
         return None if error is None else _INCOMPLETE
@@ -66,8 +79,16 @@ def _partial_error(source: str) -> SyntaxError | None:
         return error
     if error.msg.endswith(NEVER_CLOSED) and ending == len(source):
         return _behind_open_brackets(source, error)
-    before = _syntax_error(continued(source, ending), _FAIL_FAST)
-    return _INCOMPLETE if before is None or before.msg == _INCOMPLETE.msg else before
+    if ending != string_start:
+        before = _before(source, ending)
+    return _INCOMPLETE if before is None else before
+
+
+def _before(source: str, ending: int) -> SyntaxError | None:
+    """The error of the text before its open ending, continued so that the parser only asks whether
+    it could go on (``_INCOMPLETE`` when it could)."""
+    error = _syntax_error(continued(source, ending), _FAIL_FAST)
+    return _INCOMPLETE if error is not None and error.msg == _INCOMPLETE.msg else error
 
 
 def _behind_open_brackets(source: str, error: SyntaxError) -> SyntaxError:

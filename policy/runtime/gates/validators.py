@@ -13,7 +13,6 @@ from functools import cache
 
 from policy.model.compiled import Validator
 from policy.model.validators import BUILTIN_VALIDATORS
-from policy.runtime.gates.command import run_checker
 from policy.runtime.gates.grammars import GRAMMARS
 from policy.runtime.gates.problems import Verdict, unavailable
 from policy.runtime.gates.syntax_tree import check_syntax_tree
@@ -42,6 +41,8 @@ def validate(
     the file already had is not the write's doing.
     """
     if validator.kind == "command":
+        from policy.runtime.gates.command import run_checker  # subprocess, tempfile: only for a checker
+
         return run_checker(validator, text, path, partial=partial)
     if validator.kind in GRAMMARS:
         return check_syntax_tree(validator.kind, text, partial, before)

@@ -26,7 +26,7 @@ from policy.model.compiled import CompiledPolicy
 from policy.model.decision import ALLOW, Decision, most_severe
 from policy.model.events import ToolCall, ToolResult
 from policy.model.fingerprint import fingerprint
-from policy.model.variables import call_summary, common_variables
+from policy.model.variables import HintVariables, call_summary
 from policy.runtime.loops.finding import Finding
 from policy.runtime.loops.keys import CallKeys
 from policy.runtime.loops.layer import ErrorKey, Layer, Observed
@@ -112,8 +112,7 @@ class LoopDetector:
         if not isinstance(summary, str):  # decided without it: made now, for the hint and the metadata
             summary = call_summary(call)
             decision = decision._replace(metadata={**decision.metadata, "call": summary})
-        variables = common_variables(self.policy.name, rule, decision.action, call, summary)
-        variables.update(decision.metadata)
+        variables = HintVariables(self.policy.name, rule, decision.action, call, decision.metadata)
         checked = template.render_checked(variables)
         return decision._replace(hint=checked.text, metadata={**decision.metadata, **checked.facts()})
 
@@ -132,8 +131,9 @@ class LoopDetector:
         if finding.hint is None:
             hint = f"[policy] loop {finding.ref.name} {finding.action}: {finding}."
         else:
-            variables = common_variables(self.policy.name, finding.ref, finding.action, finding.call, summary)
-            variables.update(finding.facts)
+            variables = HintVariables(self.policy.name, finding.ref, finding.action, finding.call,
+                                      finding.facts)
+            variables["call"] = summary
             checked = finding.hint.render_checked(variables)
             hint, rendered = checked.text, checked.facts()
         metadata = {"layer": finding.kind, "call": summary, **finding.facts, **finding.metadata, **rendered}

@@ -12,7 +12,7 @@ the order their findings are decided in (docs/design.md, "Decision ordering").
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
@@ -23,8 +23,47 @@ from policy.runtime.loops.finding import Finding
 DIGEST = 8
 """Bytes per fingerprint."""
 
-ErrorKey = tuple[Any, ...]
-"""What identifies an error for ``loop error_streak`` (see ``policy.runtime.loops.streak``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorKey:
+    """What makes two failed results "the same error" for ``loop error_streak``: the same
+    ``signature`` with the same ``captures``, or, for an error no signature names, the same
+    normalised end of the output."""
+
+    signature: str
+    """The signature's name; ``gate`` for a blocked call; ``text`` for an error no signature names."""
+    captures: tuple[tuple[str, str], ...] = ()
+    """(name, value) pairs that must match too: the signature's key captures in its key's order,
+    a block's gate, path and message, or the normalised output as ``text``."""
+
+    @classmethod
+    def of_signature(cls, name: str, key: Sequence[str], captures: Mapping[str, str]) -> ErrorKey:
+        """A signature's match: its key captures (``""`` for one that took no part)."""
+        return cls(name, tuple((capture, captures.get(capture, "")) for capture in key))
+
+    @classmethod
+    def of_text(cls, text: str) -> ErrorKey:
+        """An error no signature names, by its normalised text."""
+        return cls("text", (("text", text),))
+
+    @classmethod
+    def of_block(cls, gate: str, path: str, message: str) -> ErrorKey:
+        """A call a gate blocked."""
+        return cls("gate", (("gate", gate), ("path", path), ("message", message)))
+
+    def named(self) -> dict[str, str]:
+        """The captures a hint shows: those with a value, by name (a text key has none)."""
+        if self.signature == "text":
+            return {}
+        return {name: value for name, value in self.captures if value}
+
+    def to_text(self, *, same_captures: bool = True) -> str:
+        """The key as one line (the streak keeps its fingerprint); without ``same_captures``, the
+        signature alone."""
+        if not same_captures:
+            return self.signature
+        return "\x1f".join([self.signature, *(value for _, value in self.captures)])
 
 _T = TypeVar("_T")
 S = TypeVar("S", bound="LayerState")

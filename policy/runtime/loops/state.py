@@ -57,6 +57,9 @@ class ScopeState:
     the guard; JSON values only)."""
     files: WorkspaceState = field(default_factory=WorkspaceState)
     """What the guard knows about the workspace's files (``policy.runtime.workspace.state``)."""
+    written: dict[str, str] = field(default_factory=dict)
+    """Path → digest of the content the last write no gate checked left in it (owned by the guard;
+    at most ``MAX_OPEN_CALLS`` paths)."""
 
     def __getattr__(self, name: str) -> Any:
         index = _SLOTS.get(name)
@@ -72,6 +75,7 @@ class ScopeState:
         data["pending"] = self.pending
         data["queued"] = self.queued
         data["files"] = self.files.to_json()
+        data["written"] = self.written
         return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
@@ -95,4 +99,5 @@ class ScopeState:
             pending={str(k): v for k, v in root.get("pending", dict).items() if isinstance(v, dict)},
             queued=[v for v in root.data.get("queued") or [] if isinstance(v, dict)],
             files=WorkspaceState.from_json(data.get("files")),
+            written={str(k): v for k, v in (root.data.get("written") or {}).items() if isinstance(v, str)},
         )

@@ -1,23 +1,22 @@
 """``loop error_streak``: the same error again and again, with nothing in between.
 
-"The same error" is the error key the signatures supply: (signature, key
-captures…) — the same module, file, port — or ("text", normalised tail) for
-an error no signature names.  With ``same signature`` only the first element
-is compared.  A success, or a different error, ends the streak.
+"The same error" is the ``ErrorKey`` the signatures supply: a signature with
+its key captures (the same module, file, port), a block by the same gate, or,
+for an error no signature names, the normalised end of the output.  With
+``same signature`` only the signature is compared.  A success, or a
+different error, ends the streak.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from policy.model.compiled import CompiledPolicy, ErrorStreakRule, SignatureRule
+from policy.model.compiled import CompiledPolicy, ErrorStreakRule
 from policy.model.decision import Action
 from policy.model.events import ToolCall, ToolResult
 from policy.model.fingerprint import fingerprint
 from policy.runtime.loops.finding import Finding, tail_excerpt
-from policy.runtime.loops.keys import stable_json
 from policy.runtime.loops.layer import ErrorKey, Fields, Layer, Observed
 
 
@@ -42,18 +41,17 @@ class ErrorStreakLayer(Layer[StreakState]):
     state_name = "streak"
     state_type = StreakState
 
-    def __init__(self, rule: ErrorStreakRule, signatures: Sequence[SignatureRule]) -> None:
+    def __init__(self, rule: ErrorStreakRule) -> None:
         self.rule = rule
-        self._capture_names = {signature.ref.name: signature.key for signature in signatures}
 
     @classmethod
     def from_policy(cls, policy: CompiledPolicy) -> ErrorStreakLayer | None:
-        return cls(policy.error_streak, policy.signatures) if policy.error_streak else None
+        return cls(policy.error_streak) if policy.error_streak else None
 
     def on_result(self, state: StreakState, observed: Observed) -> Finding | None:
         """Extend or end the streak; a stop, an unmarked warning candidate, or None."""
         return self._extend(state, observed.call, observed.result, observed.failed,
-                            observed.error_key or ("text", observed.result_key.hex()))
+                            observed.error_key or ErrorKey.of_text(observed.result_key.hex()))
 
     def _extend(
         self, state: StreakState, call: ToolCall, result: ToolResult, failed: bool, error_key: ErrorKey
@@ -61,8 +59,7 @@ class ErrorStreakLayer(Layer[StreakState]):
         if not failed:
             state.key, state.count, state.warned = b"", 0, False
             return None
-        compared = error_key if self.rule.same_captures else error_key[:1]
-        key = fingerprint(_text(compared))
+        key = fingerprint(error_key.to_text(same_captures=self.rule.same_captures))
         if key == state.key:
             state.count += 1
         else:
@@ -84,28 +81,12 @@ class ErrorStreakLayer(Layer[StreakState]):
             "count": count,
             "warn": rule.warn,
             "stop": rule.stop,
-            "signature": str(error_key[0]) if error_key else "",
-            "captures": self._captures(error_key),
+            "signature": error_key.signature,
+            "captures": error_key.named(),
             "excerpt": tail_excerpt(result.content),
         }
         return Finding("error_streak", action, rule.ref, rule.hint, call, facts, _describe,
                        metadata={"same": "captures" if rule.same_captures else "signature"})
-
-
-    def _captures(self, error_key: ErrorKey) -> dict[str, str]:
-        """The key captures of an error key, by name: (signature, value…) in the order of the
-        signature's ``key``, or (signature, {name: value})."""
-        if len(error_key) == 2 and isinstance(error_key[1], Mapping):
-            return {str(name): str(value) for name, value in error_key[1].items()}
-        names = self._capture_names.get(error_key[0], ()) if error_key else ()
-        return {name: str(value) for name, value in zip(names, error_key[1:], strict=False) if value}
-
-
-def _text(error_key: ErrorKey) -> str:
-    """An error key as one text: its strings joined, or, when it holds other values, its JSON."""
-    if all(type(part) is str for part in error_key):
-        return "\x1f".join(error_key)
-    return stable_json(error_key)
 
 
 def _describe(finding: Finding) -> str:

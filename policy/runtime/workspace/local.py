@@ -226,11 +226,12 @@ class LocalWorkspace:
         return Snapshot(tuple(paths), b"".join(chunks), truncated), watched_all
 
     def _base_rules(self, coverage: Coverage) -> IgnoreStack:
-        """The root's ``.git/info/exclude`` rules (read again when its size or time changes); a new
-        coverage or changed rules forget every folder."""
+        """The root's ``.git/info/exclude`` rules (read again when its size or time changes); other
+        globs to cover or changed rules forget every folder (a guard made for each event of a hook
+        process brings equal globs, which keep them)."""
         exclude = os.path.join(self.root, EXCLUDE_FILE)
         stat = _stat_pair(exclude)
-        if coverage is not self._coverage or stat != self._exclude_stat:
+        if self._coverage is None or coverage.globs != self._coverage.globs or stat != self._exclude_stat:
             self._forget("")
             self._coverage, self._exclude_stat = coverage, stat
             text = _read_small(exclude) if stat is not None else None
@@ -295,7 +296,8 @@ class LocalWorkspace:
             if err.errno in (errno.ENOSPC, errno.ENOMEM, errno.EBADF):  # the user's watches ran out
                 self._stop_watching(keep_notify=False)
             return NO_WATCH
-        self._watched[wd] = relative
+        if self._watched.setdefault(wd, relative) != relative:
+            return NO_WATCH  # the same folder under two paths (a bind mount): its events name one
         return wd
 
     def _forget(self, relative: str, *, below_only: bool = False) -> None:

@@ -103,9 +103,10 @@ class FileWatch:
         check.pending[PREDICTED] = {self._relative(path): content_digest(texts[path]) for path in written}
         return check
 
-    def write_pending(self, effect: FileEffect, decision: Decision) -> dict[str, Any]:
-        """What an allowed write leaves to remember: whether it left its file an incomplete prefix."""
-        return {WRITTEN: {effect.path: bool(decision.metadata.get("incomplete"))}}
+    def write_pending(self, path: str, decision: Decision) -> dict[str, Any]:
+        """What an allowed write of ``path`` leaves to remember: whether it left the file an
+        incomplete prefix."""
+        return {WRITTEN: {path: bool(decision.metadata.get("incomplete"))}}
 
     def needs_snapshot(self, call: ToolCall) -> bool:
         return self.workspace is not None and self.policy.tool(call.name).role == "run"
