@@ -340,11 +340,11 @@ def _last_ai_message(state: Any) -> AIMessage | None:
     if not messages:
         return None
     last = messages[-1]
-    return last if isinstance(last, AIMessage) else None
+    return last if type(last) is AIMessage or isinstance(last, AIMessage) else None
 
 
 def _tool_calls(message: AIMessage) -> list[ToolCall]:
-    return [ToolCall(id=call.get("id") or "", name=call["name"], args=call.get("args") or {})
+    return [ToolCall(call.get("id") or "", call["name"], call.get("args") or {})
             for call in message.tool_calls]
 
 

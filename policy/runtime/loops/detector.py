@@ -59,10 +59,14 @@ class LoopDetector:
         if not calls:
             return ALLOW
         call_key = self.keys.call_key
-        keys = [call_key(calls[0])] if len(calls) == 1 else [call_key(call) for call in calls]
         open_calls = state.open_calls  # each call's key, until its result arrives
-        for call, key in zip(calls, keys, strict=True):
-            open_calls[call.id] = key
+        if len(calls) == 1:  # the common batch
+            keys = [call_key(calls[0])]
+            open_calls[calls[0].id] = keys[0]
+        else:
+            keys = [call_key(call) for call in calls]
+            for call, key in zip(calls, keys, strict=True):
+                open_calls[call.id] = key
         if len(open_calls) > MAX_OPEN_CALLS:  # results that never came age out
             drop_oldest(open_calls, MAX_OPEN_CALLS)
         states = state.layers

@@ -228,16 +228,20 @@ def _aligned(keys: bytes, key: bytes, end: int) -> list[int]:
 
 def _same_result(state: RepeatState, key: bytes) -> bool:
     """Did the batch's known results in the window, at least two, all come out the same?"""
-    results = state.results
+    keys, results = state.keys, state.results
     first, known = None, 0
-    for offset in _aligned(state.keys, key, len(state.keys)):
-        if results.startswith(TOMBSTONE, offset):  # compared in place: no slice per entry
+    offset = keys.find(key)
+    while offset >= 0:  # the entries equal to ``key`` (``_aligned``, in one pass)
+        if offset % DIGEST:  # straddles two entries
+            offset = keys.find(key, offset + 1)
             continue
-        if first is None:
-            first = results[offset : offset + DIGEST]
-        elif not results.startswith(first, offset):
-            return False
-        known += 1
+        if not results.startswith(TOMBSTONE, offset):  # compared in place: no slice per entry
+            if first is None:
+                first = results[offset : offset + DIGEST]
+            elif not results.startswith(first, offset):
+                return False
+            known += 1
+        offset = keys.find(key, offset + DIGEST)
     return known >= 2
 
 
