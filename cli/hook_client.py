@@ -3,9 +3,10 @@
 Claude Code runs the hook twice per tool call, so this module imports only
 ``os``, ``sys``, ``socket`` and ``zlib`` (no click, pydantic, Lark or Jinja2).
 It sends the event to the user's resident process over a Unix socket and
-prints its answer.  When none answers, it answers the event itself, through
-the same code the resident process runs (``policy.hooks.respond``) with the
-compiled policy from the user's cache, and then starts one in the background
+prints its answer.  When none answers (within ``REPLY_TIMEOUT_SECONDS``), it
+answers the event itself, through the same code the resident process runs
+(``policy.hooks.respond``) with the compiled policy from the user's cache, and
+then starts one in the background
 (``python -P -m policy.hooks.resident``) for the next events.
 
 The socket is ``hook-<installation>.sock`` in a folder only this user may
@@ -34,7 +35,9 @@ DEFAULT_POLICY = "builtin:claude-code"
 RESIDENT_ENV = "POLICYCTL_HOOK_RESIDENT"
 IDLE_ENV = "POLICYCTL_HOOK_IDLE"
 DEFAULT_IDLE_SECONDS = 900.0
-REPLY_TIMEOUT_SECONDS = 300.0
+REPLY_TIMEOUT_SECONDS = 10.0
+"""How long the resident process may take to answer before this process answers the event itself:
+well under the 60 s after which Claude Code kills a hook."""
 _OFF = ("0", "false", "off", "no")
 _UNIX_PATH_MAX = 107
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import click
@@ -13,30 +13,13 @@ from cli.terminal import color_enabled
 from policy.language.loader import check_policy
 from policy.model.diagnostics import Diagnostic
 from policy.reporters import LintReport
-from policy.reporters.github import render_github
-from policy.reporters.json_format import render_json
-from policy.reporters.sarif import render_sarif
-from policy.reporters.text import render_text
-
-
-def _text(report: LintReport, *, color: bool) -> str:
-    return render_text(report, report.texts.get, color=color)
-
-
-FORMATS: dict[str, Callable[..., str]] = {
-    "text": _text,
-    "json": render_json,
-    "github": render_github,
-    "sarif": render_sarif,
-}
-"""Every output format of ``policyctl lint``: name → renderer (only ``text`` takes ``color``)."""
+from policy.reporters.formats import formats_for, formats_help, render_lint
 
 
 @click.command()
 @click.argument("paths", nargs=-1, metavar="[PATHS]...")
-@click.option("--format", "output_format", type=click.Choice(tuple(FORMATS)), default="text",
-              show_default=True,
-              help="text: for people; json: one document; github: workflow annotations; sarif: SARIF 2.1.0.")
+@click.option("--format", "output_format", type=click.Choice(formats_for("lint")), default="text",
+              show_default=True, help=formats_help("lint"))
 @click.option("--strict", is_flag=True, help="Fail (exit 1) on warnings too.")
 @allow_path_option
 def lint(paths: tuple[str, ...], output_format: str, strict: bool, allow_paths: tuple[Path, ...]) -> None:
@@ -54,7 +37,7 @@ def lint(paths: tuple[str, ...], output_format: str, strict: bool, allow_paths: 
     sources = policy_sources(paths or (".",))
     report = lint_sources(sources, allow_paths)
     color = output_format == "text" and color_enabled()
-    click.echo(render_report(report, output_format, color=color), nl=False, color=color)
+    click.echo(render_lint(output_format, report, color=color), nl=False, color=color)
     failed = report.errors > 0 or (strict and report.warnings > 0)
     click.get_current_context().exit(1 if failed else 0)
 
@@ -70,8 +53,3 @@ def lint_sources(sources: Iterable[str], allow_paths: Sequence[Path] = ()) -> Li
         texts.update(result.texts)
     return LintReport.build(diagnostics, len(checked), texts)
 
-
-def render_report(report: LintReport, output_format: str, *, color: bool = False) -> str:
-    """The report in one of :data:`FORMATS`."""
-    render = FORMATS[output_format]
-    return render(report, color=color) if output_format == "text" else render(report)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -10,25 +9,16 @@ import click
 from cli.paths import policy_sources
 from cli.policies import allow_path_option, compile_or_exit
 from cli.terminal import color_enabled
-from policy.testing.results import render_github, render_json, render_junit, render_text
+from policy.reporters.formats import formats_for, formats_help, render_tests
 from policy.testing.runner import PolicyTestResult, run_tests
 
 EXIT_FAILED = 1
 
-FORMATS: dict[str, Callable[..., str]] = {
-    "text": render_text,
-    "json": render_json,
-    "junit": render_junit,
-    "github": render_github,
-}
-"""Every output format of ``policyctl test``: name → renderer (only ``text`` takes ``color``)."""
-
 
 @click.command("test")
 @click.argument("paths", nargs=-1, metavar="[PATHS]...")
-@click.option("--format", "output_format", type=click.Choice(tuple(FORMATS)),
-              default="text", show_default=True,
-              help="text for people, json, junit (XML for CI test reports), github (annotations).")
+@click.option("--format", "output_format", type=click.Choice(formats_for("test")),
+              default="text", show_default=True, help=formats_help("test"))
 @click.option("-k", "pattern", metavar="PATTERN",
               help="Run only the tests whose name contains PATTERN (case-insensitive).")
 @allow_path_option
@@ -52,10 +42,6 @@ def policy_tests(paths: tuple[str, ...], output_format: str, pattern: str | None
         results.extend(run_tests(policy, selected))
     if pattern is not None and not results:
         raise click.UsageError(f"no test name contains {pattern!r}")
-    render = FORMATS[output_format]
-    if output_format == "text":
-        color = color_enabled()
-        click.echo(render(results, color=color), nl=False, color=color)
-    else:
-        click.echo(render(results), nl=False)
+    color = output_format == "text" and color_enabled()
+    click.echo(render_tests(output_format, results, color=color), nl=False, color=color)
     click.get_current_context().exit(EXIT_FAILED if any(not r.passed for r in results) else 0)

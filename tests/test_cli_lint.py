@@ -15,9 +15,10 @@ from click.testing import CliRunner
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
-from cli.lint import lint_sources, render_report
+from cli.lint import lint_sources
 from cli.main import policyctl
 from policy.language.codes import CODES
+from policy.reporters.formats import render_lint
 from policy.resources import builtin_policy_names
 
 REPO = Path(__file__).resolve().parents[1]
@@ -244,7 +245,7 @@ def _operations(path: Path) -> int:
 
     sys.setprofile(profile)
     try:
-        render_report(lint_sources([str(path)]), "text")
+        render_lint("text", lint_sources([str(path)]))
     finally:
         sys.setprofile(None)
     return count

@@ -72,3 +72,22 @@ def test_policy_names_exactly_one_policy(tmp_path: Path) -> None:
     code, _, err = invoke("--policy", str(tmp_path), str(EXAMPLES / "repeat_loop.jsonl"))
     assert code == 2
     assert "--policy names one policy" in err
+
+
+def test_a_write_past_the_gates_bound_is_replayed_unchecked_then_edited(tmp_path: Path) -> None:
+    trace = tmp_path / "big.jsonl"
+    big = "x = 1\n" * 500_000  # 3 MB: over max_check_bytes
+    events = [
+        {"type": "turn", "thread": "t", "run": "r",
+         "calls": [{"id": "c1", "tool": "write_file", "args": {"path": "a.py", "content": big}}]},
+        {"type": "result", "id": "c1", "content": "ok"},
+        {"type": "turn", "thread": "t", "run": "r", "calls": [{"id": "c2", "tool": "str_replace", "args": {
+            "path": "a.py", "old_str": "x = 1", "new_str": "x = (", "replace_all": True}}]},
+        {"type": "result", "id": "c2", "content": "ok"},
+    ]
+    trace.write_text("".join(json.dumps(event) + "\n" for event in events), encoding="utf-8")
+
+    code, out, err = invoke("--format", "json", str(trace))
+
+    assert code == 0 and "Traceback" not in err, err
+    assert json.loads(out.splitlines()[-1])["summary"]["events"] == 4

@@ -329,3 +329,60 @@ def test_a_folder_others_can_write_is_not_used(tmp_path: Path) -> None:
     with pytest.raises(OSError, match="writable by others"), FileStore(folder).scope(Scope("t", "r")):
         pass
     assert list(folder.iterdir()) == []
+
+
+_HOLDER = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("locked", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_lock_held_by_a_stuck_process_is_a_store_fault_not_a_hang(tmp_path: Path) -> None:
+    from policy.model.events import ToolCall, ToolResult
+    from policy.runtime.guard import Guard
+
+    store = FileStore(tmp_path)
+    scope = Scope("t", "r")
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(store.path_for("t"))],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+        guard = Guard("builtin:default", store=store)
+        write = ToolCall(id="w1", name="write_file",
+                         args={"path": str(tmp_path / "a.py"), "content": "x = (\n)\n]"})
+        bash = ToolCall(id="b1", name="bash", args={"command": "python -c 'import yaml'"})
+        decisions = []
+
+        def events() -> None:
+            decisions.append(guard.on_call(write, scope))
+            decisions.append(guard.on_result(bash, ToolResult(
+                content="ModuleNotFoundError: No module named 'yaml'", status="error"), scope))
+
+        worker = threading.Thread(target=events, daemon=True)
+        worker.start()
+        worker.join(timeout=60)
+        assert not worker.is_alive(), "the guard waited for the lock without end"
+    finally:
+        holder.kill()
+        holder.wait()
+    blocked, hinted = decisions
+    assert blocked.action == "block" and hinted.action == "hint"  # both decided without the store
+    for decision in decisions:
+        assert decision.metadata["loop_state"] == "unavailable"
+        assert "stayed locked" in decision.metadata["loop_state_reason"]
+
+
+def test_an_oversized_run_loses_its_workspace_memory_before_its_loop_counts(tmp_path: Path) -> None:
+    store = FileStore(tmp_path, max_file_bytes=4096)
+    scope = Scope("t", "r")
+    with store.scope(scope) as state:
+        state.streak.count = 3
+        state.files.digests = {f"src/module_{i:04d}.py": "00" * 8 for i in range(200)}
+    assert state.restarted is not None and "workspace" in state.restarted
+    with store.scope(scope) as state:
+        assert state.streak.count == 3 and state.files.digests == {}
+        assert state.restarted is None
+    assert store.path_for("t").stat().st_size <= 4096

@@ -10,7 +10,8 @@ from policy.language.loader import load_policy
 from policy.model.compiled import CompiledPolicy, GateRule, ToolSpec, Validator
 from policy.model.decision import RuleRef
 from policy.model.events import ToolCall
-from policy.model.hint_template import COMMON_VARIABLES, RULE_VARIABLES, compile_hint
+from policy.model.hint_template import compile_hint
+from policy.model.variables import COMMON_VARIABLES, RULE_VARIABLES
 from policy.runtime.gates import check_write, file_effect, matching_gate
 
 WRITE = ToolSpec("write_file", "write", {"path": "path", "content": "content", "append": "append"})
@@ -64,6 +65,7 @@ def test_a_broken_python_write_is_blocked_with_where_and_what(default: CompiledP
         "message": "expected ':'",
         "snippet": "1 | def f(x)\n  |         ^",
         "validator": "python",
+        "language": "Python",
         "output": "SyntaxError: expected ':'",
     }
     assert decision.hint is not None  # rendered from the shipped syntax_error template
@@ -137,12 +139,15 @@ def test_the_first_gate_matching_the_name_or_the_whole_path_applies(path: str, n
     assert (found.ref.name if found else None) == name
 
 
-def test_a_gate_without_a_hint_says_path_line_column_and_message() -> None:
+def test_a_gate_without_a_hint_reads_like_the_shipped_syntax_error_hint() -> None:
     decision = check_write(policy(gate("python", "*.py")), write("app.py", "x = (1 2)\n"), Files().read)
     assert decision.action == "block"
     assert decision.hint == (
-        "[BLOCKED] app.py was not written: invalid syntax. Perhaps you forgot a comma? at line 1, column 6.\n"
-        "1 | x = (1 2)\n  |      ^"
+        "[BLOCKED] This `write_file` call was not applied: app.py would not be valid Python. "
+        "The file on disk is unchanged.\n"
+        "Python error at line 1, column 6: invalid syntax. Perhaps you forgot a comma?\n"
+        "1 | x = (1 2)\n  |      ^\n"
+        "Fix that spot and send the call again with the corrected text; the same text will be blocked again."
     )
 
 
@@ -168,6 +173,7 @@ def test_a_hint_sees_every_variable_a_gate_provides() -> None:
         "rule_name": "py",
         "tool": "write_file",
         "validator": "python",
+        "language": "Python",
     }
 
 

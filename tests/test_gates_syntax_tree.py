@@ -93,7 +93,7 @@ def test_a_block_says_what_tree_sitter_expected(policy: CompiledPolicy) -> None:
     decision = write(policy, "app.js", "function f() {\n  return g(1;\n}\nf();\n")
     assert decision.metadata["message"] == "missing `)`"
     assert (decision.metadata["line"], decision.metadata["column"]) == (2, 13)
-    assert "app.js was not written: missing `)` at line 2, column 13." in decision.hint
+    assert "`javascript` check failed at line 2, column 13: missing `)`" in decision.hint
     assert decision.metadata["snippet"] == "1 | function f() {\n2 |   return g(1;\n  |             ^"
 
 

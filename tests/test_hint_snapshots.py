@@ -27,15 +27,8 @@ from policy.language.loader import load_policy
 from policy.model.compiled import CompiledPolicy, PolicyTest
 from policy.model.decision import Decision
 from policy.model.events import Scope, ToolCall, ToolResult
-from policy.model.hint_template import (
-    COMMON_VARIABLES,
-    RULE_VARIABLES,
-    basename,
-    environment,
-    pip_name,
-    plain_json,
-    truncate_middle,
-)
+from policy.model.hint_template import basename, environment, pip_name, plain_json, truncate_middle
+from policy.model.variables import COMMON_VARIABLES, RULE_VARIABLES
 from policy.replay.harness import Session
 from policy.resources import builtin_policy_names, data_dir
 from policy.testing.runner import PolicyTestResult, run_test

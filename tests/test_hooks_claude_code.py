@@ -24,6 +24,7 @@ from click.testing import CliRunner
 from cli.main import policyctl
 from policy.hooks.claude_code import HookEventError, parse_event
 from policy.language.loader import load_policy
+from policy.model.decision import COMBINED
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "claude_code"
@@ -622,7 +623,7 @@ def test_every_hint_the_claude_code_policy_delivers_states_facts() -> None:
     for case in [*default.tests, *claude_code.tests]:
         for record in run_test(claude_code, case).calls:
             decision = record.decision
-            for part in decision.metadata.get("decisions") or [decision.to_dict()]:
+            for part in [d.to_dict() for d in decision.metadata.get(COMBINED) or (decision,)]:
                 if part.get("hint") and part.get("rule"):
                     rendered.setdefault(str(part["rule"]), []).append(part["hint"])
                 if "hint_fallback" in (part.get("metadata") or {}):
@@ -875,3 +876,32 @@ def test_cached_hint_templates_render_from_their_compiled_code(tmp_path: Path) -
     assert template.render_checked(variables) == expected
     other_jinja2 = dataclasses.replace(template, code=("0.0-other", template.code[1]))
     assert other_jinja2.render_checked(variables) == expected  # compiled again from its source
+
+
+def test_a_resident_process_that_never_answers_is_not_waited_for(tmp_path: Path) -> None:
+    import socket
+    import threading
+
+    hook = Hook(tmp_path, resident=True)
+    show = "from cli.hook_client import socket_path; print(socket_path())"
+    where = subprocess.run([sys.executable, "-c", show], capture_output=True, text=True, cwd=ROOT,
+                           env=hook.env, check=True)
+    path = where.stdout.strip()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen()
+    held: list[socket.socket] = []
+    threading.Thread(target=lambda: held.append(listener.accept()[0]), daemon=True).start()
+    try:
+        # Claude Code kills a hook after 60 s: the answer must come from this process before that
+        done = subprocess.run([sys.executable, "-m", "cli", "hook", "claude-code"],
+                              input=json.dumps(hook.event("pre_write_broken_python")), capture_output=True,
+                              text=True, cwd=ROOT, env=hook.env, timeout=55)
+    finally:
+        listener.close()
+        for connection in held:
+            connection.close()
+        hook.stop_residents()
+    assert held, "the hook did not ask the resident process first"
+    assert done.returncode == 0 and "Traceback" not in done.stderr
+    assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"

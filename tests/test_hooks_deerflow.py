@@ -15,12 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from chat_models import recording
 from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.outputs import ChatResult
 from langchain_core.tools import BaseTool, tool
-from pydantic import PrivateAttr
 
 from policy.hooks.deerflow import deerflow_guard, guard_chain, guard_lead_agent, guard_subagents, sdk_options
 from policy.hooks.langchain import HarnessGuardMiddleware
@@ -43,21 +42,8 @@ def deerflow(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         del sys.modules[name]
 
 
-class CapturingModel(FakeMessagesListChatModel):
-    """Scripted answers by the conversation's progress; records every request it was sent."""
-
-    _requests: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
-
-    @property
-    def requests(self) -> list[list[BaseMessage]]:
-        return self._requests
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> CapturingModel:
-        return self
-
-    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
-        self._requests.append(list(messages))
-        return super()._generate(messages, *args, **kwargs)
+CapturingModel = recording(FakeMessagesListChatModel)
+"""Scripted answers by the conversation's progress; records every request it was sent."""
 
 
 _ids = iter(range(1, 1_000_000))

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from chat_models import recording
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel, GenericFakeChatModel
@@ -22,7 +23,6 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import get_runtime
 from langgraph.types import Command
-from pydantic import PrivateAttr
 
 from policy.hooks.langchain.messages import stopped_ai_message
 from policy.hooks.langchain.middleware import HarnessGuardMiddleware
@@ -655,21 +655,8 @@ def test_the_readme_example_runs_and_reports_a_stop(workspace: Workspace,
 # --- warnings delivered into the next model request (deliver_warnings next_request) ----------
 
 
-class CapturingModel(PerConversationModel):
-    """``PerConversationModel`` that records every request it is sent."""
-
-    _requests: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
-
-    @property
-    def requests(self) -> list[list[BaseMessage]]:
-        return self._requests
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> CapturingModel:
-        return self
-
-    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
-        self._requests.append(list(messages))
-        return super()._generate(messages, *args, **kwargs)
+CapturingModel = recording(PerConversationModel)
+"""``PerConversationModel`` that records every request it is sent."""
 
 
 def loop_warnings(messages: Sequence[BaseMessage]) -> list[HumanMessage]:

@@ -73,6 +73,15 @@ def test_excerpts_show_only_files_read_as_policies(tmp_path: Path) -> None:
     assert "1 | loop repeat { warn 3 stop 5 }" in result.output
 
 
+def test_a_huge_hint_file_is_refused_unread(tmp_path: Path) -> None:
+    _write(tmp_path, "hints/huge.j2", "x" * (300 * 1024))
+    team = _write(tmp_path, "team.policy", 'tool bash { runs command=command }\n'
+                  'signature S { match /boom/; hint h }\nhint h file "huge.j2"\n')
+    [diagnostic] = check_policy(team).diagnostics
+    assert (diagnostic.code, diagnostic.span.line, diagnostic.span.column) == ("E304", 3, 13)
+    assert "larger than 256 KiB" in diagnostic.message
+
+
 def _outside_base_and_hint(tmp_path: Path) -> Path:
     """A policy whose base and hint template lie in shared folders beside its own tree."""
     _write(tmp_path, "shared/policies/base.policy", (

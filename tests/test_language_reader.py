@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from policy.language.forms import form, resolve
 from policy.language.loader import check_policy
 from policy.language.parser import parse
+from policy.language.value_forms import form, resolve
 from policy.model.diagnostics import Diagnostic
 
 WRITER = "tool write_file { writes path=path content=content }\n"

@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from policy.language.loader import load_policy
 from policy.model.compiled import CompiledPolicy
-from policy.model.events import ToolCall, ToolResult
+from policy.model.decision import Decision
+from policy.model.events import Scope, ToolCall, ToolResult
+from policy.runtime.guard import Guard
 from policy.runtime.loops.detector import LoopDetector
 from policy.runtime.loops.layer import DIGEST, ErrorKey
 from policy.runtime.loops.state import ScopeState
+from policy.stores.file import FileStore
+
+MISSING = "ModuleNotFoundError: No module named 'yaml'"
 
 
 @pytest.fixture(scope="module")
@@ -126,3 +134,67 @@ def test_each_bad_field_is_named(path: tuple[str, str], value: object, message: 
     data[path[0]][path[1]] = value
     with pytest.raises(ValueError, match=message):
         ScopeState.from_json(json.dumps(data))
+
+
+BAD_VALUES = [5, "x", None, [], {"a": 1}, -1, True, 2**70]
+
+
+def _field_paths(value: object, path: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
+    found = [path] if path else []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += _field_paths(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _field_paths(item, (*path, index))
+    return found
+
+
+def _corrupted(document: dict[str, object], path: tuple[str | int, ...], bad: object) -> str:
+    copy = json.loads(json.dumps(document))
+    target: Any = copy
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = bad
+    return json.dumps(copy)
+
+
+def test_a_corrupt_field_costs_one_event_and_is_said_never_a_permanent_break(tmp_path: Path) -> None:
+    """Every field of a real stored state, set to each kind of wrong value: the state reads as a
+    ``ValueError`` or as a state the guard can use; through the file store, the event that meets it
+    says its loop state was reset, and the events after it work as usual."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "a.py").write_text("x = 1\n")
+    policy = load_policy("builtin:default")
+    scope = Scope("t", "r")
+
+    def events(guard: Guard, tag: str, commands: int = 1) -> list[Decision]:
+        decisions = []
+        for number in range(commands):
+            call = ToolCall(id=f"{tag}{number}", name="bash", args={"command": "python x.py"})
+            decisions += [guard.on_turn([call], scope), guard.on_call(call, scope),
+                          guard.on_result(call, ToolResult(content=MISSING, status="error"), scope)]
+        write = ToolCall(id=f"{tag}w", name="write_file",
+                         args={"path": str(workspace / "a.py"), "content": "x ="})
+        decisions += [guard.on_turn([write], scope), guard.on_call(write, scope)]
+        return decisions
+
+    store = FileStore(tmp_path / "state")
+    events(Guard(policy, store=store, workspace=workspace), "a", commands=3)
+    session = store.path_for("t")
+    stored = json.loads(json.loads(session.read_text())["runs"]["r"])
+    troubles = []
+    for path in _field_paths(stored):
+        for bad in BAD_VALUES:
+            text = _corrupted(stored, path, bad)
+            with contextlib.suppress(ValueError):  # unreadable is fine: anything else is not
+                ScopeState.from_json(text).to_json()
+            session.write_text(json.dumps({"v": 1, "runs": {"r": text}}))
+            guard = Guard(policy, store=FileStore(tmp_path / "state"), workspace=workspace)
+            first, after = events(guard, "b"), events(guard, "c")
+            faults = [d.metadata for d in first + after if "internal_error" in d.metadata]
+            faults += [d.metadata for d in after if "loop_state" in d.metadata]
+            if faults:
+                troubles.append((path, bad, faults[0]))
+    assert not troubles, troubles[:5]

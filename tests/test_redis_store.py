@@ -332,3 +332,36 @@ def test_a_dropped_or_expired_scope_is_not_a_loss(client: Redis, redis_port: int
             with one.scope(scope) as state:
                 assert state.pending == {}
     assert _losses(caplog) == []
+
+
+def test_a_state_started_afresh_is_said_on_the_decision(client: Redis) -> None:
+    from policy.model.events import ToolResult
+    from policy.runtime.guard import Guard
+
+    guard = Guard("builtin:default", store=RedisStore(client))
+    scope = Scope("t", "r")
+    call = ToolCall(id="c1", name="bash", args={"command": "ls"})
+    assert "loop_state" not in guard.on_turn([call], scope).metadata
+    client.set(RedisStore(client).state_key(scope), b'{"v": 2, "queued": 5}')
+    decision = guard.on_result(call, ToolResult(content="ok"), scope)
+    assert decision.metadata["loop_state"] == "reset"
+    assert "unreadable" in decision.metadata["loop_state_reason"]
+    assert "loop_state" not in guard.on_turn([call], scope).metadata  # said once
+
+
+def test_workers_share_the_workspace_snapshot_through_redis(client: Redis, redis_port: int,
+                                                            tmp_path: Path) -> None:
+    from policy.model.events import ToolResult
+    from policy.runtime.guard import Guard
+
+    (tmp_path / "app.py").write_text("def f(x):\n    return x\n")
+    first = Guard("builtin:default", store=RedisStore(client), workspace=tmp_path)
+    second = Guard("builtin:default", store=RedisStore(redis.Redis(port=redis_port)), workspace=tmp_path)
+    scope = Scope("t", "r")
+    call = ToolCall(id="c1", name="bash", args={"command": "sed -i 's/):$/)/' app.py"})
+    first.on_turn([call], scope)
+    first.on_call(call, scope)  # the "before" snapshot, in Redis
+    subprocess.run(["sed", "-i", "s/):$/)/", "app.py"], cwd=tmp_path, check=True)
+    decision = second.on_result(call, ToolResult(content=""), scope)  # another worker sweeps
+    assert decision.action == "hint" and decision.rule is not None and decision.rule.kind == "sweep"
+    assert [key for key in client.scan_iter("policyctl:snapshot:*")]

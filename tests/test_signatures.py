@@ -21,7 +21,7 @@ from policy.language.loader import load_policy
 from policy.model.compiled import CompiledPolicy
 from policy.model.events import ToolCall, ToolResult
 from policy.runtime.loops.layer import ErrorKey
-from policy.runtime.output import scanned_tail
+from policy.runtime.output import scanned_tail as tail_and_truncated
 from policy.runtime.signatures import Diagnosis, diagnose, excerpt, hint_decision
 
 MB = 1024 * 1024
@@ -37,6 +37,11 @@ def make_policy(tmp_path: Path, text: str) -> CompiledPolicy:
     path = tmp_path / "test.policy"
     path.write_text(dedent(text), encoding="utf-8")
     return load_policy(path)
+
+
+def scanned_tail(text: str, limit: int) -> bytes:
+    """The tail the guard scans with a ``scan_limit`` of ``limit``."""
+    return tail_and_truncated(text, limit)[0]
 
 
 def bash(command: str = "run it") -> ToolCall:
@@ -212,7 +217,6 @@ def test_the_tail_of_one_huge_line_starts_on_a_whole_character() -> None:
 
 def test_a_short_output_is_read_whole_and_crlf_reads_as_lf() -> None:
     assert scanned_tail("line one\r\nline two\r\n", 64 * 1024) == b"line one\nline two\n"
-    assert scanned_tail("anything", 0) == b""
 
 
 # --- captures, keys, excerpts -----------------------------------------------------------

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from policy.model.decision import RuleRef
 from policy.model.events import ToolCall
-from policy.model.hint_template import COMMON_VARIABLES, compile_hint
-from policy.model.variables import HintVariables, call_summary
+from policy.model.hint_template import compile_hint
+from policy.model.variables import COMMON_VARIABLES, HintVariables, call_summary
 
 CALL = ToolCall(id="c1", name="bash", args={"command": "make", "description": "build"})
 RULE = RuleRef("signature", "MAKE_FAILED")

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain.agents import create_agent
 from test_hooks_claude_code import ROOT, Hook
 from test_hooks_langchain import Workspace, answer, call, model, tool_messages, turn
@@ -132,3 +133,92 @@ def test_the_middleware_follows_up_a_chunk_left_incomplete(tmp_path: Path) -> No
     first, second = tool_messages(result)
     assert "policy" not in first.additional_kwargs  # the chunk itself is allowed, and not remarked on
     assert "app.py is still incomplete on disk: the `{` opened here is not closed" in str(second.content)
+
+
+def _many_files(root: Path, count: int) -> None:
+    for index in range(count):
+        folder = root / "src" / f"pkg{index // 200:03d}"
+        if index % 200 == 0:
+            folder.mkdir(parents=True)
+        (folder / f"module_{index % 200:03d}.py").write_text("x = 1\n")
+
+
+def test_loops_are_counted_in_a_project_of_20000_files(tmp_path: Path) -> None:
+    """The workspace snapshot stays out of the session's size-bounded state file."""
+    hook = Hook(tmp_path)
+    _many_files(hook.project, 20_000)
+    command = "python -c 'import yaml'"
+    error = "Exit code 1\nModuleNotFoundError: No module named 'yaml'"
+    replies: list[dict[str, Any] | None] = []
+    for number in range(1, 7):
+        common = {"tool_use_id": f"toolu_{number:04d}", "tool_input": {"command": command}}
+        pre = hook.answer(hook.event("pre_bash", **common), process=True)
+        if pre is not None:
+            replies.append(pre)
+            break
+        replies.append(hook.answer(hook.event("post_bash_failure_module_not_found", error=error, **common),
+                                   process=True))
+    assert all(reply is None or "systemMessage" not in reply for reply in replies), replies
+    assert any(reply is not None and "[LOOP DETECTED]" in json.dumps(reply) for reply in replies[:4]), replies
+    assert replies[-1] is not None and replies[-1].get("continue") is False, replies
+    sessions = tmp_path / "state" / "policyctl" / "sessions"
+    assert all(path.stat().st_size < 64 * 1024 for path in sessions.glob("*.json"))
+
+
+def test_a_session_state_started_afresh_is_told_to_the_user(tmp_path: Path) -> None:
+    hook = Hook(tmp_path)
+    hook.answer(hook.event("pre_bash"))
+    sessions = tmp_path / "state" / "policyctl" / "sessions"
+    (session,) = sessions.glob("*.json")
+    session.write_text('{"v": 1, "runs": {"session": "{\\"v\\": 2, \\"queued\\": 5}"}}')
+
+    reply = hook.answer(hook.event("post_bash_ok"), process=True)
+
+    assert reply is not None
+    assert "policyctl lost its loop state" in reply["systemMessage"]
+    assert "starts afresh" in reply["systemMessage"]
+    assert hook.answer(bash_event(hook, "PreToolUse", 2)) is None  # reported once, then working again
+
+
+def bash_event(hook: Hook, name: str, number: int) -> dict[str, Any]:
+    return _tool_event(hook, name, "Bash", {"command": "ls"}, f"toolu_{number:04d}")
+
+
+def test_the_resident_responder_does_not_list_unchanged_folders_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The resident process builds a guard per event; the project's folder listings outlive it."""
+    import os
+
+    import policy.runtime.workspace.local as local
+    from policy.hooks.respond import Responder
+    from policy.stores.file import FileStore
+
+    project = tmp_path / "project"
+    for folder in range(5):
+        (project / f"pkg{folder}").mkdir(parents=True)
+        for module in range(10):
+            (project / f"pkg{folder}" / f"m{module}.py").write_text("x = 1\n")
+        os.utime(project / f"pkg{folder}", ns=(1, 1))
+    os.utime(project, ns=(1, 1))
+    responder = Responder(store=FileStore(tmp_path / "sessions"))
+
+    def bash(number: int) -> None:
+        for name in ("PreToolUse", "PostToolUse"):
+            event = {"hook_event_name": name, "session_id": "s1", "cwd": str(project), "tool_name": "Bash",
+                     "tool_input": {"command": f"echo {number}"}, "tool_use_id": f"t{number}",
+                     "tool_response": {"stdout": f"{number}\n", "stderr": ""}}
+            reply = responder.respond("builtin:claude-code", json.dumps(event).encode())
+            assert "Traceback" not in reply.stderr and "systemMessage" not in reply.stdout
+
+    bash(1)
+    listed: list[str] = []
+    real = os.scandir
+
+    def counting(path: str) -> Any:
+        listed.append(path)
+        return real(path)
+
+    monkeypatch.setattr(local.os, "scandir", counting)
+    bash(2)
+    bash(3)
+    assert listed == []

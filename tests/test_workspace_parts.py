@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from policy.model.events import Scope, ToolCall, ToolResult
 from policy.runtime.gates.open_end import open_end
 from policy.runtime.gates.shell_writes import ShellWrite, shell_writes
+from policy.runtime.guard import Guard
 from policy.runtime.loops.state import ScopeState
 from policy.runtime.workspace.coverage import Coverage
 from policy.runtime.workspace.ignore import IgnoreFile, IgnoreStack
@@ -16,6 +20,7 @@ from policy.runtime.workspace.listed import ListedWorkspace, find_lister, parse_
 from policy.runtime.workspace.local import LocalWorkspace
 from policy.runtime.workspace.snapshot import Snapshot
 from policy.runtime.workspace.state import WorkspaceState
+from policy.stores.memory import MemoryStore
 
 PY = Coverage(["*.py", "*.json"])
 
@@ -112,17 +117,19 @@ def test_a_cached_folder_still_shows_new_and_changed_files(tmp_path: Path) -> No
     assert changes.created == ("b.py",) and changes.modified == ("a.py",) and changes.deleted == ()
 
 
-def test_snapshots_round_trip_through_json_and_reject_garbage() -> None:
+def test_snapshots_round_trip_packed_and_reject_garbage() -> None:
     snapshot = Snapshot.of([("b.py", 3, 10, 11), ("a.py", 1, 20, 21)], truncated=True)
-    assert Snapshot.from_json(snapshot.to_json()) == snapshot
+    assert Snapshot.from_bytes(snapshot.to_bytes()) == snapshot
+    assert Snapshot.from_bytes(Snapshot().to_bytes()) == Snapshot()
     assert snapshot.stat("b.py") == (3, 10, 11) and snapshot.stat("c.py") is None
-    with pytest.raises(ValueError):
-        Snapshot.from_json({"paths": "a.py", "stats": "AAAA", "truncated": False})
+    for garbage in (b"", b"S1 0 4\na.pyAAAA", b"S2 0 0\n", b"S1 0 99\na.py"):
+        with pytest.raises(ValueError):
+            Snapshot.from_bytes(garbage)
 
 
 def test_scope_state_keeps_what_it_knows_about_files() -> None:
     state = ScopeState()
-    state.files = WorkspaceState(latest=Snapshot.of([("a.py", 1, 2, 3)]), checked={"a.py": [1, 2, 3, 1]},
+    state.files = WorkspaceState(latest="0123abcd", checked={"a.py": [1, 2, 3, 1]},
                                  digests={"a.py": "00ff"}, fingerprint=7, seen=bytes(16),
                                  incomplete={"b.py": {"call": "c1"}})
     assert ScopeState.from_json(state.to_json()).files == state.files
@@ -177,3 +184,45 @@ def test_the_walk_gives_the_files_in_path_order(tmp_path: Path) -> None:
     snapshot = LocalWorkspace(tmp_path).snapshot(PY)
     assert list(snapshot.paths) == sorted(snapshot.paths) and len(snapshot) == 8
     assert all(snapshot.stat(path) is not None for path in snapshot.paths)
+
+
+class _WatchedStore(MemoryStore):
+    """A memory store that notes whether a scope is held, for a workspace that checks it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held = False
+
+    @contextlib.contextmanager
+    def scope(self, scope: Scope) -> Iterator[ScopeState]:
+        with super().scope(scope) as state:
+            self.held = True
+            try:
+                yield state
+            finally:
+                self.held = False
+
+
+def test_snapshots_are_taken_outside_the_store_lock_and_shared_by_scopes(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("x = 1\n")
+    store = _WatchedStore()
+    walks: list[bool] = []
+
+    class Watched(LocalWorkspace):
+        def snapshot(self, coverage: Coverage) -> Snapshot:
+            walks.append(store.held)
+            return super().snapshot(coverage)
+
+    guard = Guard("builtin:default", store=store, workspace=Watched(tmp_path))
+    for thread in ("t1", "t2"):
+        scope = Scope(thread_id=thread, run_id="r")
+        call = ToolCall(id=f"{thread}-c", name="bash", args={"command": "ls"})
+        guard.on_turn([call], scope)
+        guard.on_call(call, scope)
+        guard.on_result(call, ToolResult(content="a.py"), scope)
+    assert walks and not any(walks)  # every walk ran with no scope held
+    latest = []
+    for thread in ("t1", "t2"):
+        with store.scope(Scope(thread_id=thread, run_id="r")) as state:
+            latest.append(state.files.latest)
+    assert latest[0] is not None and latest[0] == latest[1]  # one snapshot kept for both

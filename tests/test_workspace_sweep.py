@@ -33,7 +33,10 @@ def test_a_command_that_breaks_a_file_is_caught(case: Case, tmp_path: Path) -> N
         assert not outcome.blocked
         assert outcome.named == frozenset(case.broken), outcome.hint
         for path in case.broken:
-            assert f"This command changed {path} and left it broken" in outcome.hint
+            if path in BASE or path in case.files:
+                assert f"This command changed {path} and left it broken; it passed before" in outcome.hint
+            else:  # a new file did not pass before: it was not there
+                assert f"This command created {path} broken." in outcome.hint
 
 
 @pytest.mark.parametrize("case", CORRECT, ids=[case.name for case in CORRECT])

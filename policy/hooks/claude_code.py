@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,7 +58,9 @@ class HookEvent:
 
     name: str
     session_id: str
-    cwd: Path
+    cwd: Path | None
+    """The project folder; None when the event names none (then there is no workspace, and
+    relative paths are not read)."""
     prompt_id: str | None = None
     agent_id: str | None = None
     call: ToolCall | None = None
@@ -86,7 +89,8 @@ def parse_event(text: str) -> HookEvent:
         raise HookEventError("the event must be a JSON object")
     name = _text(data, "hook_event_name")
     session_id = _text(data, "session_id")
-    cwd = Path(data["cwd"]) if isinstance(data.get("cwd"), str) and data["cwd"] else Path.cwd()
+    cwd = data.get("cwd")
+    cwd = Path(cwd) if isinstance(cwd, str) and os.path.isabs(cwd) else None
     common: dict[str, Any] = {"name": name, "session_id": session_id, "cwd": cwd,
                               "prompt_id": _optional_text(data, "prompt_id"),
                               "agent_id": _optional_text(data, "agent_id")}
@@ -135,25 +139,33 @@ def answer(guard: Guard, event: HookEvent) -> dict[str, Any] | None:
 
 
 def fault_message(decision: Decision) -> str | None:
-    """What to tell the user when ``decision`` let a call through unchecked: a guard fault, or a
-    gate that could not run (a text over ``max_check_bytes``, a missing checker).  None: it was checked."""
+    """What to tell the user when ``decision`` let a call through unchecked: a guard fault, a loop
+    state that could not be used or had to start afresh, or a gate that could not run (a text over
+    ``max_check_bytes``, a missing checker).  None: it was checked."""
     fault = decision.metadata.get(INTERNAL_ERROR)
     if fault is not None:
         return f"policyctl could not check this call ({fault}); it was not guarded."
-    if decision.metadata.get("loop_state") == "unavailable":  # a store fault: the gates still ran
+    loop_state = decision.metadata.get("loop_state")
+    if loop_state == "unavailable":  # a store fault: the gates still ran
         reason = decision.metadata.get("loop_state_reason")
         return f"policyctl could not use its loop state ({reason}); loops were not guarded for this call."
+    if loop_state == "reset":  # the store had to start the state afresh: earlier calls no longer count
+        reason = decision.metadata.get("loop_state_reason")
+        return f"policyctl lost its loop state: {reason}; the calls before this one no longer count."
     if decision.metadata.get("checker") == "unavailable":
         gate = decision.metadata.get("gate", "write")
         return f"policyctl's {gate} gate did not check this call: {decision.metadata.get('reason')}."
     return None
 
 
-def file_reader(cwd: Path) -> Callable[[str], str | None]:
-    """The write gates' reader: Claude Code's real files, relative paths taken from the event's cwd."""
+def file_reader(cwd: Path | None, limit: int) -> Callable[[str], str | None]:
+    """The write gates' reader: Claude Code's real files, relative paths taken from the event's cwd
+    (not read without one), at most ``limit`` bytes (the policy's ``max_check_bytes``)."""
 
     def read(path: str) -> str | None:
-        return read_local_file(str(cwd / path))
+        if cwd is None and not os.path.isabs(path):
+            return None
+        return read_local_file(str(cwd / path) if cwd is not None else path, limit)
 
     return read
 

@@ -46,9 +46,9 @@ class Responder:
         self._store = store
         self._cache = cache if cache is not None else PolicyCache()
         self._policies: dict[str, tuple[CompiledPolicy, Watch]] = {}
-        self._workspaces: LruDict[tuple[str, int], LocalWorkspace] = LruDict(WORKSPACES)
-        """(cwd, max_files) → the workspace of the events from there, kept so its folder listings are
-        not made again for every event of a resident process."""
+        self._workspaces: LruDict[tuple[str, int, int], LocalWorkspace] = LruDict(WORKSPACES)
+        """(cwd, max_files, max_check_bytes) → the workspace of the events from there, kept so its
+        folder listings are not made again for every event of a resident process."""
         self._lock = threading.Lock()
 
     @property
@@ -77,9 +77,10 @@ class Responder:
     def workspace(self, cwd: Path, policy: CompiledPolicy) -> LocalWorkspace:
         """The event's ``cwd`` as the guard's workspace (the sweep checks what a ``Bash`` call changed)."""
         limit = policy.workspace.max_files if policy.workspace is not None else DEFAULT_MAX_FILES
+        size = policy.max_check_bytes
         with self._lock:
-            return self._workspaces.get_or_put((str(cwd), limit),
-                                               lambda: LocalWorkspace(cwd, max_files=limit))
+            return self._workspaces.get_or_put((str(cwd), limit, size),
+                                               lambda: LocalWorkspace(cwd, max_files=limit, max_bytes=size))
 
     def _respond(self, policy_source: str, stdin: bytes) -> Reply:
         text = stdin.decode("utf-8", "replace")
@@ -93,8 +94,9 @@ class Responder:
             message = f"{PREFIX}: policy {policy_source} cannot be used, the call is not guarded:\n{err}"
             return Reply(stdout=json.dumps({"systemMessage": message}), stderr=message + "\n")
         with _FaultLog() as faults:
-            guard = Guard(policy, read_file=file_reader(event.cwd), store=self.store,
-                          workspace=self.workspace(event.cwd, policy))
+            workspace = self.workspace(event.cwd, policy) if event.cwd is not None else None
+            guard = Guard(policy, read_file=file_reader(event.cwd, policy.max_check_bytes), store=self.store,
+                          workspace=workspace)
             reply = answer(guard, event)
         lines = faults.lines + ([reply["systemMessage"]] if reply and "systemMessage" in reply else [])
         stderr = "".join(f"{PREFIX}: {line}\n" for line in lines)

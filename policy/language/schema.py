@@ -1,4 +1,5 @@
-"""What statements exist, where, and which values each one takes.
+"""What statements exist, where, and which values each one takes (the vocabulary; how a
+value form is written and matched is ``policy.language.value_forms``).
 
 The grammar accepts any ``NAME value… { block }``; this table gives each
 statement its meaning.  The reader checks a file against it (unknown names,
@@ -28,7 +29,7 @@ class Spec:
 
     name: str
     forms: tuple[str, ...] = ("",)
-    """Accepted value forms (see ``policy.language.forms``); ``""`` is a bare flag."""
+    """Accepted value forms (``policy.language.value_forms``); ``""`` is a bare flag."""
     block: Mapping[str, Spec] | None = None
     """The settings its ``{ … }`` block may hold; None: it takes no block."""
     block_required: bool = False

@@ -1,5 +1,5 @@
-"""Hint templates: one sandboxed Jinja2 environment, the filters hint authors use,
-and the variables each kind of rule provides.
+"""Hint templates: one sandboxed Jinja2 environment and the filters hint authors use
+(the variables each kind of rule provides are ``policy.model.variables``).
 
 Untrusted text (tool output, arguments) only ever enters a template as a
 variable; it is never compiled as a template itself.
@@ -26,22 +26,6 @@ if TYPE_CHECKING:  # Jinja2 itself is imported when the first template is parsed
     from policy.model.hint_sandbox import BoundedEnvironment
 
 log = logging.getLogger("policy.hints")
-
-COMMON_VARIABLES = frozenset(
-    {"rule", "rule_kind", "rule_name", "action", "tool", "args", "call", "call_id", "policy"}
-)
-
-RULE_VARIABLES: dict[str, frozenset[str]] = {
-    "gate": frozenset({"path", "line", "column", "message", "snippet", "validator", "output"}),
-    "signature": frozenset({"signature", "captures", "excerpt", "output", "status", "module_origin"}),
-    "repeat": frozenset({"count", "warn", "stop", "window", "same_result", "result_excerpt"}),
-    "frequency": frozenset({"count", "warn", "stop", "window"}),
-    "error_streak": frozenset({"count", "warn", "stop", "signature", "captures", "excerpt"}),
-    "oscillation": frozenset({"count", "period", "repeats", "cycle"}),
-    "sweep": frozenset({"path", "line", "column", "message", "snippet", "validator", "output", "command"}),
-    "incomplete": frozenset({"path", "line", "column", "snippet", "where", "validator"}),
-}
-"""Variables a hint may use, by rule kind (signatures add their named groups)."""
 
 _PIP_NAMES = {
     "yaml": "PyYAML",

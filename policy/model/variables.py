@@ -1,4 +1,10 @@
-"""Hint variables: the ones every rule provides, and a mapping that computes each on first read."""
+"""Hint variables, the one list of them: the ones every rule provides, those each kind of rule
+adds, and a mapping that computes each common one on first read.
+
+The checker offers a template exactly these names (``policy.language.compiler``),
+``docs/hints.md`` documents exactly these (``tests/test_hint_snapshots.py`` holds
+it to that), and the guard renders with ``HintVariables``.
+"""
 
 from __future__ import annotations
 
@@ -29,7 +35,7 @@ def _cheap_variables(policy: str, rule: RuleRef, action: Action, call: ToolCall)
 
 
 class HintVariables(dict[str, Any]):
-    """The variables of one hint: ``policy.model.hint_template.COMMON_VARIABLES`` for one rule firing on
+    """The variables of one hint: ``COMMON_VARIABLES`` for one rule firing on
     one call, plus the rule's own ``values``, which win over the common ones.
 
     The common variables that cost something to make (``rule``, ``args``, ``call``)
@@ -83,3 +89,21 @@ _ON_FIRST_READ: dict[str, Callable[[RuleRef, ToolCall], Any]] = {
     "call": lambda rule, call: call_summary(call),
 }
 """The common variables ``HintVariables`` makes only when a template reads them."""
+
+COMMON_VARIABLES = frozenset(
+    {*_cheap_variables("", RuleRef("", ""), "allow", ToolCall(id="", name="")), *_ON_FIRST_READ}
+)
+"""The variables every rule provides: those made at once and those made on first read."""
+
+RULE_VARIABLES: dict[str, frozenset[str]] = {
+    "gate": frozenset({"path", "line", "column", "message", "snippet", "validator", "language", "output"}),
+    "signature": frozenset({"signature", "captures", "excerpt", "output", "status", "module_origin"}),
+    "repeat": frozenset({"count", "warn", "stop", "window", "same_result", "result_excerpt"}),
+    "frequency": frozenset({"count", "warn", "stop", "window"}),
+    "error_streak": frozenset({"count", "warn", "stop", "signature", "captures", "excerpt"}),
+    "oscillation": frozenset({"count", "period", "repeats", "cycle"}),
+    "sweep": frozenset({"path", "line", "column", "message", "snippet", "validator", "language", "output",
+                        "command", "created"}),
+    "incomplete": frozenset({"path", "line", "column", "snippet", "where", "validator"}),
+}
+"""The variables each kind of rule adds (signatures add their named groups too)."""

@@ -15,10 +15,14 @@ from dataclasses import dataclass, field
 from policy.model.compiled import WRITING_ROLES, CompiledPolicy
 from policy.model.decision import ALLOW, Decision, most_severe
 from policy.model.events import Scope, ToolCall, ToolResult
-from policy.runtime.gates import FileEffect, file_effect
+from policy.runtime.gates import FileEffect, TooLarge, bounded_effect
 from policy.runtime.guard import Guard
 from policy.runtime.workspace.listed import ListedWorkspace
 from policy.runtime.workspace.snapshot import FileStat
+
+VIRTUAL_FILE_LIMIT = 256 << 20
+"""The largest text a replayed write leaves in the virtual files (the gates' own bound is the
+policy's ``max_check_bytes``; a write over this one leaves its file unknown, read as absent)."""
 
 EventKind = str  # "turn" | "call" | "result" | "request" (a warning delivered with the next model request)
 
@@ -98,7 +102,9 @@ class Session:
         self.listener = listener
         self.outcomes: dict[tuple[tuple[str, str], str], Outcome] = {}
         self.stopped: set[tuple[str, str]] = set()
-        self._effects: dict[tuple[tuple[str, str], str], FileEffect] = {}
+        self._effects: dict[tuple[tuple[str, str], str], FileEffect | TooLarge] = {}
+        """What each allowed write will do to the virtual files when it succeeds (``TooLarge``: its
+        text would be over ``VIRTUAL_FILE_LIMIT``, so the file is no longer known)."""
 
     def is_stopped(self, scope: Scope) -> bool:
         return scope.key in self.stopped
@@ -126,7 +132,7 @@ class Session:
                 continue
             spec = self.policy.tool(call.name)
             if spec.role in WRITING_ROLES:
-                effect = file_effect(spec, call.args, self.files.read)
+                effect = bounded_effect(spec, call.args, self.files.read, VIRTUAL_FILE_LIMIT)
                 if effect is not None:
                     self._effects[(scope.key, call.id)] = effect
         return outcomes
@@ -139,7 +145,11 @@ class Session:
         if outcome is None or not outcome.executed or self.is_stopped(scope):
             return outcome
         effect = self._effects.pop((scope.key, call_id), None)
-        if effect is not None and result.status == "success":
+        if isinstance(effect, TooLarge) and result.status == "success":
+            path = self.policy.tool(outcome.call.name).arg("path", outcome.call.args)
+            if isinstance(path, str):
+                self.files.put(path, None)
+        elif isinstance(effect, FileEffect) and result.status == "success":
             self.files.write(effect)
         for path, text in (files or {}).items():
             self.files.put(path, text)

@@ -27,6 +27,11 @@ SOURCE_ROOT = "SRCROOT"
 _LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning"}
 
 
+def render_lint(report: LintReport, *, color: bool = False) -> str:
+    """``policyctl lint``: ``render_sarif``."""
+    return render_sarif(report)
+
+
 def render_sarif(report: LintReport, *, base: Path | None = None) -> str:
     """The SARIF log; relative URIs are relative to ``base`` (default: the working directory)."""
     root = (base or Path.cwd()).absolute()

@@ -1,4 +1,6 @@
-"""Diagnostics for people: location, message, the source line with a caret, help.
+"""Text for people: lint diagnostics, policy test results, replayed decisions.
+
+A diagnostic shows its location, message, the source line with a caret, help:
 
 ::
 
@@ -8,18 +10,29 @@
     help: did you mean `warn`?
 
 Tabs, control characters, wide characters and very long lines are shown so
-that the caret still sits under the offending text.
+that the caret still sits under the offending text.  A test run is a
+``PASS name (file:line)`` line per test, each failure's details under it,
+then ``N passed, N failed``; a replay is a line per decision that is not
+``allow`` (one trace) or a row per session (several).
 """
 
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
+from policy.model.decision import ACTIONS
 from policy.model.diagnostics import Diagnostic, Severity
-from policy.reporters import LintReport
+from policy.reporters import LintReport, relative_location
+
+if TYPE_CHECKING:
+    from policy.model.compiled import CompiledPolicy
+    from policy.replay.replayer import ReplayResult
+    from policy.testing.runner import PolicyTestResult, StepFailure
 
 SourceLookup = Callable[[str], "str | None"]
 """Returns the text of a file a diagnostic points into, or None when it is unavailable."""
@@ -34,6 +47,11 @@ TAB_WIDTH = 4
 ELLIPSIS = "…"
 
 _SEVERITY_COLOURS = {Severity.ERROR: "red", Severity.WARNING: "yellow"}
+
+
+def render_lint(report: LintReport, *, color: bool = False) -> str:
+    """``policyctl lint``: ``render_text`` with excerpts from the files the report read."""
+    return render_text(report, report.texts.get, color=color)
 
 
 def render_text(report: LintReport, source: SourceLookup, *, color: bool = False) -> str:
@@ -113,6 +131,85 @@ def _count(n: int, noun: str) -> str:
 
 def _style(text: str, color: bool, *, fg: str | None = None, bold: bool = False) -> str:
     return click.style(text, fg=fg, bold=bold) if color else text
+
+
+# --- policy test results ---------------------------------------------------------
+
+_MARKS = {True: ("PASS", "green"), False: ("FAIL", "red")}
+
+
+def render_tests(results: Sequence[PolicyTestResult], *, color: bool = False) -> str:
+    """``PASS name (file:line)`` per test, each failure's details under its test, then the summary."""
+    lines: list[str] = []
+    for result in results:
+        mark, colour = _MARKS[result.passed]
+        lines.append(f"{_style(mark, color, fg=colour, bold=True)} {result.test.name} "
+                     f"({location(result.file, result.line)})")
+        for failure in result.failures:
+            lines.extend("    " + line for line in format_failure(failure, result.file).split("\n"))
+    lines.append(tests_summary(results))
+    return "\n".join(lines) + "\n"
+
+
+def tests_summary(results: Sequence[PolicyTestResult]) -> str:
+    """``N passed, N failed``."""
+    passed = sum(1 for r in results if r.passed)
+    return f"{passed} passed, {len(results) - passed} failed"
+
+
+def location(file: str | None, line: int | None) -> str:
+    """``policies/team.policy:12`` (relative to the working directory when inside it)."""
+    if file is None:
+        return "<unknown>"
+    shown = relative_location(file) or file
+    return f"{shown}:{line}" if line is not None else shown
+
+
+def format_failure(failure: StepFailure, file: str | None) -> str:
+    """One failed step: where it is, what was expected, what happened, and the hint the model got."""
+    lines = [
+        f"{location(file, failure.line)}: {failure.described}",
+        f"  expected: {failure.expected}",
+        f"  actual:   {failure.actual}",
+    ]
+    if failure.hint:
+        lines.append("  hint:")
+        lines.extend(f"    | {line}" for line in failure.hint.split("\n"))
+    return "\n".join(lines)
+
+
+# --- replayed decisions -----------------------------------------------------------
+
+_ACTION_COLOURS = {"hint": "cyan", "warn": "yellow", "block": "red", "stop": "magenta"}
+
+
+def render_trace(policy: CompiledPolicy, path: Path, result: ReplayResult, *,
+                 color: bool = False) -> Iterator[str]:
+    """One trace: a header, a line per decision that is not ``allow``, then the counts."""
+    yield f"{path} · policy {policy.name}"
+    for record in result.records:
+        decision = record.decision
+        action = _style(f"{decision.action.upper():5}", color, fg=_ACTION_COLOURS.get(decision.action),
+                        bold=True)
+        first_line = (decision.hint or "").strip().splitlines()[0] if decision.hint else ""
+        rule = str(decision.rule) if decision.rule else ""
+        yield (f"  line {record.event:<5} {record.call.id:<8} {record.call.name:<12} {action} "
+               f"{rule:<28} {first_line}")
+    counts = " · ".join(f"{action} {result.decisions[action]}" for action in ACTIONS)
+    plural = "s" if result.skipped != 1 else ""
+    skipped = f" · {result.skipped} event{plural} after the stop not evaluated" if result.skipped else ""
+    yield f"{result.events} events · {counts}{skipped}"
+
+
+def render_sessions(results: Sequence[ReplayResult], *, color: bool = False) -> Iterator[str]:
+    """Several traces: a row of counts per session, then the totals."""
+    width = max(len(r.name) for r in results)
+    yield f"{'session':<{width}}  events  hint  warn  block  stop"
+    for r in results:
+        yield (f"{r.name:<{width}}  {r.events:>6}  {r.decisions['hint']:>4}  {r.decisions['warn']:>4}"
+               f"  {r.decisions['block']:>5}  {r.decisions['stop']:>4}")
+    yield (f"{len(results)} sessions · warned {sum(r.warned for r in results)} · "
+           f"blocked {sum(r.blocked for r in results)} · stopped {sum(r.stopped for r in results)}")
 
 
 # --- the excerpt -------------------------------------------------------------

@@ -17,7 +17,7 @@ import logging
 import sys
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from policy.model.events import Scope, ToolCall
 from policy.runtime.loops.state import ScopeState
@@ -44,6 +44,22 @@ class StoreFault:
         return {"loop_state": "unavailable", "loop_state_reason": self.reason}
 
 
+RESET = "reset"
+"""``loop_state`` when the store had to start the scope's state afresh (``ScopeState.restarted``)."""
+
+
+class Stored(Generic[T]):
+    """What ``GuardedStore.run`` gives back: ``work``'s value (unless the store failed) and what the
+    event's decision metadata must say about the store (a fault, a state started afresh)."""
+
+    __slots__ = ("facts", "failed", "value")
+
+    def __init__(self, value: T | None, facts: dict[str, Any], *, failed: bool = False) -> None:
+        self.value = value
+        self.facts = facts
+        self.failed = failed
+
+
 class GuardedStore:
     """One guard's access to its store: each fault is kept from the decision and logged once per outage."""
 
@@ -55,19 +71,20 @@ class GuardedStore:
         self._failing: str | None = None
         self._lock = threading.Lock()
 
-    def run(self, scope: Scope, work: Callable[[ScopeState], T]) -> T | StoreFault:
-        """``work`` on the scope's state; a store fault (not one of ``work``) is returned as a ``StoreFault``.
+    def run(self, scope: Scope, work: Callable[[ScopeState], T]) -> Stored[T]:
+        """``work`` on the scope's state; a store fault (not one of ``work``) fails the result.
 
         A fault while saving keeps what ``work`` returned: the event's decision
-        stands, only its update of the loop state is lost.
+        stands, only its update of the loop state is lost.  A state the store
+        started afresh (unreadable, or too large to keep) is said in the facts.
         """
         if self.memory is not None:
-            return self.memory.run(scope, work)
+            return Stored(self.memory.run(scope, work), {})
         manager = self.store.scope(scope)
         try:
             state = manager.__enter__()
         except Exception as err:
-            return self._fault(err)
+            return Stored(None, self._fault(err).facts(), failed=True)
         try:
             result = work(state)
         except BaseException:
@@ -77,10 +94,11 @@ class GuardedStore:
         try:
             manager.__exit__(None, None, None)
         except Exception as err:
-            self._fault(err)
-            return result
+            return Stored(result, self._fault(err).facts())
         self._recovered()
-        return result
+        if state.restarted is not None:
+            return Stored(result, {"loop_state": RESET, "loop_state_reason": state.restarted})
+        return Stored(result, {})
 
     def _fault(self, err: Exception) -> StoreFault:
         reason = f"{type(err).__name__}: {err}"

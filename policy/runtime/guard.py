@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 from policy.model.compiled import WRITING_ROLES, CompiledPolicy
 from policy.model.decision import ALLOW, COMBINED, Decision, RuleRef
 from policy.model.events import Scope, ToolCall, ToolResult
-from policy.runtime.faults import TOO_DEEP_FACTS, GuardedStore, StoreFault, too_deep
+from policy.runtime.faults import TOO_DEEP_FACTS, GuardedStore, Stored, too_deep
 from policy.runtime.gates import (
     FileEffect,
     bounded_effect,
@@ -43,9 +43,10 @@ from policy.runtime.gates import (
 from policy.runtime.loops.detector import LoopDetector
 from policy.runtime.loops.layer import ErrorKey
 from policy.runtime.loops.state import MAX_OPEN_CALLS, ScopeState, drop_oldest
-from policy.runtime.output import output_reader
-from policy.runtime.signatures import diagnose, hint_decision
+from policy.runtime.output import Output, output_reader
+from policy.runtime.signatures import Diagnosis, diagnose, hint_decision
 from policy.runtime.workspace.base import Workspace
+from policy.runtime.workspace.kept import MemorySnapshots, SnapshotKeeper
 from policy.runtime.workspace.local import DEFAULT_MAX_FILES, LocalWorkspace
 from policy.runtime.workspace.progress import command_mutates
 from policy.runtime.workspace.watch import FileWatch
@@ -88,7 +89,7 @@ class Guard:
         self._loops = LoopDetector(self.policy)
         self._outputs = output_reader(self.policy)
         self._queues = self.policy.deliver_warnings == "next_request"
-        self._files = FileWatch(self.policy, self.read_file, self.workspace)
+        self._files = FileWatch(self.policy, self.read_file, self.workspace, _snapshots(self.store))
         self._rule_states: dict[str, tuple[RuleRef, dict[str, Any]]] = {}
 
     # --- events -------------------------------------------------------------
@@ -118,8 +119,7 @@ class Guard:
             if memory is not None:  # straight to the store that cannot fault
                 decision = memory.run(scope, work)
             else:
-                outcome = self._state.run(scope, work)
-                decision = Decision(metadata=outcome.facts()) if isinstance(outcome, StoreFault) else outcome
+                decision = _settled(self._state.run(scope, work), ALLOW)
             return decision if len(readable) == len(calls) else _with_facts(decision, TOO_DEEP_FACTS)
         except Exception as err:
             return self._fault("turn", err)
@@ -231,8 +231,7 @@ class Guard:
                 return decision
             return self._blocked(state, call, decision)
 
-        combined = self._state.run(scope, work)
-        return _with_facts(decision, combined.facts()) if isinstance(combined, StoreFault) else combined
+        return self._keeping("call", decision, lambda: _settled(self._state.run(scope, work), decision))
 
     def _on_unchecked_write(self, call: ToolCall, scope: Scope) -> Decision:
         """A write no gate checks: its file is not read; whether it changes the file (progress, for
@@ -252,8 +251,7 @@ class Guard:
             entry.update(self._files.write_pending(effect.path, decision))
             return decision
 
-        combined = self._state.run(scope, work)
-        return _with_facts(decision, combined.facts()) if isinstance(combined, StoreFault) else combined
+        return self._keeping("call", decision, lambda: _settled(self._state.run(scope, work), decision))
 
     def _on_command(self, call: ToolCall, scope: Scope) -> Decision:
         """A command's own writes gated; the workspace noted before it runs."""
@@ -262,18 +260,28 @@ class Guard:
         if (check is None and not self._files.needs_snapshot(call)) or too_deep(call):
             return check.decision if check is not None else ALLOW
         decision = check.decision if check is not None else ALLOW
+        before: list[str] = []
+        """The scope's first "before" snapshot, when it needs one: taken outside the store's lock."""
 
-        def work(state: ScopeState) -> Decision:
+        def work(state: ScopeState) -> Decision | None:
             if decision.action == "block":
                 return self._blocked(state, call, decision)
+            if not before and self._files.needs_before(state.files):
+                return None
             entry = _pending(state, call.id)
             if check is not None:
                 entry.update(check.pending)
-            self._files.before_run(state.files, entry)
+            self._files.before_run(state.files, entry, before[0] if before else None)
             return decision
 
-        combined = self._state.run(scope, work)
-        return _with_facts(decision, combined.facts()) if isinstance(combined, StoreFault) else combined
+        def noted() -> Decision:
+            stored = self._state.run(scope, work)
+            if not stored.failed and stored.value is None:
+                before.append(self._files.take_before())
+                stored = self._state.run(scope, work)
+            return _settled(stored, decision)
+
+        return self._keeping("call", decision, noted)
 
     def _blocked(self, state: ScopeState, call: ToolCall, decision: Decision) -> Decision:
         """A blocked call is a failed result for the error streak; its pending warning goes with it."""
@@ -293,11 +301,21 @@ class Guard:
         signature = hint_decision(self.policy, call, result, diagnosis, self.read_file)
         if too_deep(call):
             return _with_facts(signature, TOO_DEEP_FACTS)
-        after = self._files.snapshot() if self._files.needs_snapshot(call) else None
+        return self._keeping("result", signature,
+                             lambda: self._counted(call, result, scope, (output, diagnosis), signature))
+
+    def _counted(self, call: ToolCall, result: ToolResult, scope: Scope, read: tuple[Output, Diagnosis],
+                 signature: Decision) -> Decision:
+        """A result's loop counting, pending warnings and the file watch, added to its signature hint."""
+        output, diagnosis = read
+        after = self._files.after_run() if self._files.needs_snapshot(call) else None
 
         def work(state: ScopeState) -> Decision:
             pending = state.pending.pop(call.id, {})
-            files, progress = self._files.on_result(state.files, call, pending, diagnosis.failed, after)
+            try:
+                files, progress = self._files.on_result(state.files, call, pending, diagnosis.failed, after)
+            except Exception as err:  # the file watch's fault costs only its own findings
+                files, progress = [Decision(metadata=self._fault_facts("result", err))], None
             changed = progress if progress is not None else self._state_changed(
                 call, diagnosis.failed, pending.get(_CHANGES_FILE))
             _remember_write(state, self.policy.tool(call.name).role, pending.get(_WRITES),
@@ -305,10 +323,11 @@ class Guard:
             loops = self._delivered(state, self._loops.on_result(
                 state, call, result, failed=diagnosis.failed, error_key=diagnosis.key, state_changed=changed,
                 output=output))
-            return _combine([self._restore(pending.get(_WARNING)), loops, signature, *files])
+            combined = _combine([self._restore(pending.get(_WARNING)), loops, signature, *files])
+            return _with_facts(combined, {key: value for decision in files if decision.action == "allow"
+                                          for key, value in decision.metadata.items()})
 
-        combined = self._state.run(scope, work)
-        return _with_facts(signature, combined.facts()) if isinstance(combined, StoreFault) else combined
+        return _settled(self._state.run(scope, work), signature)
 
     def _delivered(self, state: ScopeState, decision: Decision) -> Decision:
         """A result's loop decision for its call; a warning goes to the queue under ``next_request``."""
@@ -356,9 +375,20 @@ class Guard:
         except Exception as err:
             return self._fault(event, err)
 
-    def _fault(self, event: str, err: Exception) -> Decision:
+    def _keeping(self, event: str, decided: Decision, evaluate: Callable[[], Decision]) -> Decision:
+        """``evaluate()``; a fault in it keeps ``decided`` (the gate's verdict or the signature hint,
+        computed before), with the fault in its metadata."""
+        try:
+            return evaluate()
+        except Exception as err:
+            return _with_facts(decided, self._fault_facts(event, err))
+
+    def _fault_facts(self, event: str, err: Exception) -> dict[str, Any]:
         log.exception("policy %s: internal error during %s", self.policy.name, event)
-        fault = {"internal_error": f"{type(err).__name__}: {err}"}
+        return {"internal_error": f"{type(err).__name__}: {err}"}
+
+    def _fault(self, event: str, err: Exception) -> Decision:
+        fault = self._fault_facts(event, err)
         if self.policy.on_internal_error == "block" and event == "call":
             hint = f"[policy] internal error ({type(err).__name__}); the call was not checked."
             return Decision(action="block", rule=_INTERNAL, hint=hint, metadata=fault)
@@ -378,11 +408,12 @@ def _remember_write(state: ScopeState, role: str, writes: Any, failed: bool, cha
 
 
 def _local(workspace: Workspace | str | os.PathLike[str] | None, policy: CompiledPolicy) -> Workspace | None:
-    """A root folder as a ``LocalWorkspace`` bounded by the policy's ``max_files``."""
+    """A root folder as a ``LocalWorkspace`` bounded by the policy's ``max_files`` and ``max_check_bytes``."""
     if not isinstance(workspace, str | os.PathLike):
         return workspace
     rule = policy.workspace
-    return LocalWorkspace(workspace, max_files=rule.max_files if rule is not None else DEFAULT_MAX_FILES)
+    return LocalWorkspace(workspace, max_files=rule.max_files if rule is not None else DEFAULT_MAX_FILES,
+                          max_bytes=policy.max_check_bytes)
 
 
 def _workspace_reader(workspace: Workspace | None, limit: int) -> ReadFile:
@@ -403,7 +434,20 @@ def _workspace_reader(workspace: Workspace | None, limit: int) -> ReadFile:
 
 def _with_facts(decision: Decision, facts: dict[str, Any]) -> Decision:
     """The decision with ``facts`` added to its metadata (an allow keeps its call id and rule)."""
-    return decision._replace(metadata={**decision.metadata, **facts})
+    return decision._replace(metadata={**decision.metadata, **facts}) if facts else decision
+
+
+def _settled(stored: Stored[Decision] | Stored[Decision | None], fallback: Decision) -> Decision:
+    """The event's decision: what the work decided (``fallback`` when the store failed before it
+    could), with what the metadata must say about the store."""
+    return _with_facts(stored.value if stored.value is not None else fallback, stored.facts)
+
+
+def _snapshots(store: Store) -> SnapshotKeeper:
+    """Where the workspace snapshots go: beside the store when it keeps them (``snapshots()``: the
+    file store's folder, Redis), else in this guard's memory."""
+    keeper = getattr(store, "snapshots", None)
+    return keeper() if callable(keeper) else MemorySnapshots()
 
 
 def _pending(state: ScopeState, call_id: str) -> dict[str, Any]:

@@ -67,7 +67,7 @@ class OutputReader:
     def read(self, content: Any) -> Output:
         """Read an output (a string, or whatever a harness put there)."""
         text = as_text(content)
-        tail, truncated = _tail(text, self._limit)
+        tail, truncated = scanned_tail(text, self._limit)
         hits = self._matching(tail)
         count = self._signatures
         return Output(
@@ -114,14 +114,10 @@ def output_reader(policy: CompiledPolicy) -> OutputReader:
     return OutputReader(policy)
 
 
-def scanned_tail(text: str, limit: int) -> bytes:
-    """The last ``limit`` bytes of ``text`` as UTF-8 (CRLF read as LF), cut as
-    ``last_bytes`` cuts.  Costs O(limit) whatever the length of ``text``."""
-    return _tail(text, limit)[0] if limit > 0 else b""
-
-
-def _tail(text: str, limit: int) -> tuple[bytes, bool]:
-    """``scanned_tail`` (``limit`` at least 1), and whether it is less than the whole text."""
+def scanned_tail(text: str, limit: int) -> tuple[bytes, bool]:
+    """The last ``limit`` (at least 1) bytes of ``text`` as UTF-8 (CRLF read as LF), cut as
+    ``last_bytes`` cuts, and whether that is less than the whole text.  Costs O(limit)
+    whatever the length of ``text``."""
     encoded = text[-(limit + 1) :].encode("utf-8", "replace")
     return _crlf_as_lf(last_bytes(encoded, limit)), len(encoded) > limit
 

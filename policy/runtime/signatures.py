@@ -16,10 +16,10 @@ from typing import Any
 from policy.model.compiled import CompiledPolicy, SignatureRule
 from policy.model.decision import Decision
 from policy.model.events import ToolCall, ToolResult
-from policy.model.hint_template import COMMON_VARIABLES, truncate_middle
+from policy.model.hint_template import truncate_middle
 from policy.model.per_policy import per_policy
 from policy.model.re2_spans import Spans, group_text
-from policy.model.variables import HintVariables
+from policy.model.variables import COMMON_VARIABLES, HintVariables
 from policy.runtime.exit_status import by_design, may_be_by_design, reported_status
 from policy.runtime.loops.layer import ErrorKey
 from policy.runtime.module_origin import ReadFile, module_origin

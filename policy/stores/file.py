@@ -17,6 +17,14 @@ runs, under the per-user state folder.
   ``max_pending`` undelivered warnings per run.
 - Stale sessions expire: a file untouched for ``ttl`` seconds reads as empty,
   and such files are removed whenever a new session file is created.
+- A run whose state alone is over the limit loses its workspace memory first,
+  and only then starts afresh; an unreadable run starts afresh too.  Either way
+  the state says so (``ScopeState.restarted``), and so does the event's decision.
+- A lock held longer than ``lock_wait`` seconds (a process stuck, or stopped,
+  while it holds the file) is not waited for: ``scope()`` raises ``StoreBusyError``,
+  which costs that event its loop counting, never its answer.
+- Workspace snapshots, which a run's state names by key, are kept as files of
+  their own in ``snapshots/`` (``policy.runtime.workspace.kept``).
 
 - Nothing can be planted: the folder is used only when it is the user's own
   and no one else may write it, session files are never opened through a
@@ -43,6 +51,8 @@ from typing import Any
 from policy.model.events import Scope
 from policy.resources import private_folder, user_state_dir
 from policy.runtime.loops.state import ScopeState, drop_oldest
+from policy.runtime.workspace.kept import FolderSnapshots
+from policy.runtime.workspace.state import WorkspaceState
 
 log = logging.getLogger("policy.file_store")
 
@@ -53,8 +63,13 @@ and the write at another file)."""
 _SUFFIX = ".json"
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
+_LOCK_POLL_SECONDS = 0.01
 Runs = dict[str, str]
 """Run id → ``ScopeState.to_json()``, least recently used first."""
+
+
+class StoreBusyError(TimeoutError):
+    """A session file stayed locked by another process for longer than the store waits."""
 
 
 class FileStore:
@@ -68,8 +83,9 @@ class FileStore:
         max_file_bytes: int = 256 * 1024,
         max_pending: int = 100,
         ttl: float = 24 * 3600,
+        lock_wait: float = 2.0,
     ) -> None:
-        if max_sessions < 1 or max_file_bytes < 1024 or max_pending < 0 or ttl <= 0:
+        if max_sessions < 1 or max_file_bytes < 1024 or max_pending < 0 or ttl <= 0 or lock_wait < 0:
             raise ValueError("FileStore limits must be positive (max_file_bytes at least 1024)")
         self._directory = Path(directory) if directory is not None else None
         self._checked = False
@@ -77,6 +93,8 @@ class FileStore:
         self.max_file_bytes = max_file_bytes
         self.max_pending = max_pending
         self.ttl = ttl
+        self.lock_wait = lock_wait
+        self._snapshots: FolderSnapshots | None = None
 
     @property
     def directory(self) -> Path:
@@ -99,13 +117,21 @@ class FileStore:
         run_id = str(scope.run_id)
         with self._locked(path, create=True) as fd:
             assert fd is not None
-            runs = self._read(fd, path)
+            runs, problem = self._read(fd, path)
             state = _parse_state(runs.pop(run_id, None), path)
+            if problem is not None and state.restarted is None:
+                state.restarted = problem
             yield state
             runs[run_id] = self._fitted_state(state)
-            self._write(path, self._fitted(runs, run_id))
+            self._write(path, self._fitted(runs, run_id, state))
         if created:
             self.sweep()
+
+    def snapshots(self) -> FolderSnapshots:
+        """The workspace snapshots the runs' states name, in ``snapshots/`` beside the session files."""
+        if self._snapshots is None:
+            self._snapshots = FolderSnapshots(self.directory / "snapshots")
+        return self._snapshots
 
     def drop_thread(self, thread_id: str) -> None:
         """Forget every run of a thread (its file is removed)."""
@@ -122,7 +148,7 @@ class FileStore:
         for path in self._session_files():
             with contextlib.suppress(OSError):
                 if not self._expired(path.stat().st_mtime):
-                    total += len(_parse_runs(path.read_bytes(), path))
+                    total += len(_parse_runs(path.read_bytes(), path)[0])
         return total
 
     # --- housekeeping -----------------------------------------------------------
@@ -167,16 +193,29 @@ class FileStore:
                 yield None
                 return
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                self._lock(fd, path)
                 if _same_file(fd, path):
                     yield fd
                     return
             finally:
                 os.close(fd)
 
-    def _read(self, fd: int, path: Path) -> Runs:
+    def _lock(self, fd: int, path: Path) -> None:
+        """``flock`` the descriptor, waiting at most ``lock_wait`` seconds (else ``StoreBusyError``)."""
+        deadline = time.monotonic() + self.lock_wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise StoreBusyError(f"{path} stayed locked for more than {self.lock_wait:g}s") from None
+                time.sleep(_LOCK_POLL_SECONDS)
+
+    def _read(self, fd: int, path: Path) -> tuple[Runs, str | None]:
+        """The file's runs, and why they were dropped when it could not be read (else None)."""
         if self._expired(os.fstat(fd).st_mtime):
-            return {}
+            return {}, None
         chunks = []
         while chunk := os.read(fd, 1 << 16):
             chunks.append(chunk)
@@ -198,22 +237,31 @@ class FileStore:
         drop_oldest(state.pending, self.max_pending)
         return state.to_json()
 
-    def _fitted(self, runs: Runs, current: str) -> Runs:
+    def _fitted(self, runs: Runs, current: str, state: ScopeState) -> Runs:
         """``runs`` within ``max_file_bytes``: drop the least recently used runs, then the current
-        run's pending warnings, and as a last resort start the current run afresh."""
+        run's pending warnings, then what it knows about the workspace's files, and as a last resort
+        start it afresh (``state.restarted`` says why)."""
         while _size(runs) > self.max_file_bytes and len(runs) > 1:
             oldest = next(iter(runs))
             log.warning("%s: session state over %d bytes; dropping run %s", self.directory,
                         self.max_file_bytes, oldest)
             del runs[oldest]
+        if _size(runs) <= self.max_file_bytes:
+            return runs
+        state.pending.clear()
+        runs[current] = state.to_json()
         if _size(runs) > self.max_file_bytes:
-            state = _parse_state(runs[current], None)
-            state.pending.clear()
+            state.files = WorkspaceState()
             runs[current] = state.to_json()
+            state.restarted = (f"the run's state exceeds {self.max_file_bytes} bytes; what it knew about "
+                               "the workspace's files starts afresh")
+            log.warning("%s: run %s over %d bytes; its workspace state starts afresh", self.directory,
+                        current, self.max_file_bytes)
         if _size(runs) > self.max_file_bytes:
             log.warning("%s: run %s alone exceeds %d bytes; its state starts afresh", self.directory,
                         current, self.max_file_bytes)
             runs[current] = ScopeState().to_json()
+            state.restarted = f"the run's state exceeds {self.max_file_bytes} bytes; it starts afresh"
         return runs
 
     def _remove(self, path: Path) -> None:
@@ -257,21 +305,21 @@ def _size(runs: Runs) -> int:
     return len(json.dumps(runs, ensure_ascii=True, separators=(",", ":")).encode("utf-8")) + 16
 
 
-def _parse_runs(data: bytes, path: Path) -> Runs:
-    """A session file's runs; an empty, corrupt or foreign file reads as no runs."""
+def _parse_runs(data: bytes, path: Path) -> tuple[Runs, str | None]:
+    """A session file's runs; an empty, corrupt or foreign file reads as no runs (and says why)."""
     if not data:
-        return {}
+        return {}, None
     try:
         document: Any = json.loads(data)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         log.warning("%s: unreadable session state; starting afresh", path)
-        return {}
+        return {}, "the session's state file was unreadable; it starts afresh"
     known = isinstance(document, dict) and document.get("v") == FORMAT_VERSION
     runs = document.get("runs") if known else None
     if not isinstance(runs, dict):
         log.warning("%s: session state in an unknown format; starting afresh", path)
-        return {}
-    return {str(run): state for run, state in runs.items() if isinstance(state, str)}
+        return {}, "the session's state file was in an unknown format; it starts afresh"
+    return {str(run): state for run, state in runs.items() if isinstance(state, str)}, None
 
 
 def _parse_state(text: str | None, path: Path | None) -> ScopeState:
@@ -281,4 +329,4 @@ def _parse_state(text: str | None, path: Path | None) -> ScopeState:
         return ScopeState.from_json(text)
     except ValueError as err:
         log.warning("%s: %s; starting the run afresh", path, err)
-        return ScopeState()
+        return ScopeState(restarted=f"the run's stored state was unreadable ({err}); it starts afresh")

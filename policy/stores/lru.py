@@ -35,6 +35,11 @@ class LruDict(Generic[K, V]):
         self._items.move_to_end(key)
         return self._items[key]
 
+    def peek(self, key: K) -> V | None:
+        """The value for ``key`` without making it the most recent: a read that needs no lock
+        (entries then go in the order they were put)."""
+        return self._items.get(key)
+
     def put(self, key: K, value: V) -> None:
         self._items[key] = value
         self._items.move_to_end(key)

@@ -23,6 +23,11 @@ once per scope and loss.  A prefix-wide epoch tells the same of the whole
 server, for scopes no worker remembers.  Text that UTF-8 cannot encode (lone
 surrogates) is kept as JSON escapes.
 
+Workspace snapshots, which a state names by key, are kept under
+``<prefix>:snapshot:<key>`` for ``SNAPSHOT_TTL_SECONDS`` after their last use
+(``RedisSnapshots``).  A state that starts afresh because Redis lost it, or
+because it was unreadable, says so (``ScopeState.restarted``).
+
 Bounded: states expire ``ttl_seconds`` after their last use, and at most
 ``max_scopes`` are kept (the least recently used go).  A set per thread lists
 its run scopes for ``drop_thread``.  Written for a standalone Redis (the
@@ -45,6 +50,7 @@ from urllib.parse import quote
 
 from policy.model.events import Scope
 from policy.runtime.loops.state import ScopeState
+from policy.runtime.workspace.kept import BackedSnapshots
 from policy.stores.lru import LruDict
 
 if TYPE_CHECKING:
@@ -83,6 +89,9 @@ return 1
 
 MAX_REMEMBERED = 10_000
 """Scopes whose epoch one worker remembers (the least recently used are forgotten)."""
+
+
+SNAPSHOT_TTL_SECONDS = 3600
 
 
 class StoreUnavailableError(ConnectionError):
@@ -130,6 +139,7 @@ class RedisStore:
         """State key → the epoch this worker last saved it with, and when."""
         self._seen_lock = threading.Lock()
         self._down_until = 0.0
+        self._snapshots: RedisSnapshots | None = None
 
     @classmethod
     def from_url(cls, url: str, *, connect_timeout: float = 0.5, command_timeout: float = 1.0,
@@ -180,6 +190,12 @@ class RedisStore:
                 self._down_until = time.monotonic() + self.retry_seconds
             raise
 
+    def snapshots(self) -> RedisSnapshots:
+        """The workspace snapshots the states name, in this Redis (one keeper per store)."""
+        if self._snapshots is None:
+            self._snapshots = RedisSnapshots(self)
+        return self._snapshots
+
     def drop_thread(self, thread_id: str) -> None:
         """Forget every run of the thread; other workers read it as a reset, not a loss."""
         thread_key = self._thread_key(thread_id)
@@ -216,18 +232,21 @@ class RedisStore:
         """When the thread was last dropped (by any worker)."""
         return f"{self.prefix}:dropped:{_quoted(thread_id)}"
 
-    def _check_epoch(self, epoch: Any) -> None:
-        """Set the epoch when the server has none; log when it lost the one this store saw."""
+    def _check_epoch(self, epoch: Any) -> bool:
+        """Set the epoch when the server has none; log (and answer True) when it lost the one this
+        store saw."""
         if isinstance(epoch, bytes):
             epoch = epoch.decode("ascii", "replace")
         if epoch is None:
             self.client.set(self._epoch_key, secrets.token_hex(8), nx=True)
             epoch = self.client.get(self._epoch_key)
             epoch = epoch.decode("ascii", "replace") if isinstance(epoch, bytes) else epoch
-        if self._epoch is not None and epoch != self._epoch:
+        lost = self._epoch is not None and epoch != self._epoch
+        if lost:
             log.warning("Redis lost the loop state under %s (restarted without persistence, or flushed): "
                         "loop counting starts afresh for every scope", self.prefix)
         self._epoch = epoch
+        return lost
 
     def _acquire(self, lock: str) -> str:
         token = secrets.token_hex(16)
@@ -244,33 +263,37 @@ class RedisStore:
         """The scope's state and its epoch (a new one for a new state); a loss is logged."""
         raw, epoch, server_epoch, *dropped = self.client.mget(
             key, f"{key}:epoch", self._epoch_key, self._dropped_key(thread_id), self._dropped_all_key)
-        self._check_epoch(server_epoch)
+        lost = self._check_epoch(server_epoch)
         scope_epoch = _text(epoch) if raw is not None else None  # no state: whatever epoch is left is stale
-        self._check_scope_epoch(key, scope_epoch, dropped)
+        lost = self._check_scope_epoch(key, scope_epoch, dropped) or lost
         if raw is None:
-            return ScopeState(), secrets.token_hex(8)
+            restarted = "Redis lost the loop state (restarted without persistence, flushed, or evicted it)"
+            return ScopeState(restarted=restarted if lost else None), secrets.token_hex(8)
         try:
             return ScopeState.from_json(raw), scope_epoch or secrets.token_hex(8)
         except ValueError as err:
             log.warning("discarding unreadable state of %s: %s", key, err)
-            return ScopeState(), secrets.token_hex(8)
+            restarted = f"the stored state was unreadable ({err}); it starts afresh"
+            return ScopeState(restarted=restarted), secrets.token_hex(8)
 
-    def _check_scope_epoch(self, key: str, epoch: str | None, dropped: list[Any]) -> None:
-        """Log when a scope this worker saved has lost its state since (not expired, not dropped)."""
+    def _check_scope_epoch(self, key: str, epoch: str | None, dropped: list[Any]) -> bool:
+        """Log (and answer True) when a scope this worker saved has lost its state since (not expired,
+        not dropped)."""
         with self._seen_lock:
             seen = self._seen.get(key)
         if seen is None or epoch == seen[0]:
-            return
+            return False
         saved_at = seen[1]
         if time.time() - saved_at >= self.ttl_seconds:
-            return
+            return False
         if any(marker is not None and float(marker) >= saved_at for marker in dropped):
-            return
+            return False
         with self._seen_lock:
             self._seen.pop(key)
         log.warning("Redis no longer has the loop state of %s saved at %s (restarted without persistence, "
                     "flushed, or evicted it): loop counting starts afresh for this scope", key,
                     time.strftime("%H:%M:%S", time.localtime(saved_at)))
+        return True
 
 
 def _epoch_key_of(state_key: bytes | str) -> bytes | str:
@@ -293,3 +316,30 @@ def _encoded(text: str) -> bytes:
 def _glob_escaped(text: str) -> str:
     """``text`` matched literally in a Redis ``SCAN MATCH`` pattern."""
     return "".join(f"\\{ch}" if ch in "*?[]\\" else ch for ch in text)
+
+
+class RedisSnapshots(BackedSnapshots):
+    """Workspace snapshots in Redis (``<prefix>:snapshot:<key>``), each kept for
+    ``SNAPSHOT_TTL_SECONDS`` after its last use, behind the store's circuit breaker."""
+
+    where = "Redis"
+
+    def __init__(self, store: RedisStore) -> None:
+        super().__init__()
+        self._store = store
+
+    def save(self, key: str, packed: bytes) -> None:
+        with self._store._connection():
+            self._store.client.set(self._name(key), packed, ex=SNAPSHOT_TTL_SECONDS)
+
+    def load(self, key: str) -> bytes | None:
+        with self._store._connection():
+            packed = self._store.client.getex(self._name(key), ex=SNAPSHOT_TTL_SECONDS)
+        return packed if isinstance(packed, bytes) else None
+
+    def exists(self, key: str) -> bool:
+        with self._store._connection():
+            return bool(self._store.client.exists(self._name(key)))
+
+    def _name(self, key: str) -> str:
+        return f"{self._store.prefix}:snapshot:{key}"

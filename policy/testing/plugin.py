@@ -76,7 +76,7 @@ class PolicyCase:
         result = self.result
         if result.passed:
             return
-        from policy.testing.results import format_failure, location
+        from policy.reporters.text import format_failure, location
 
         details = "\n".join(format_failure(f, result.file) for f in result.failures)
         raise PolicyTestFailed(

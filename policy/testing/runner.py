@@ -50,6 +50,11 @@ class StepFailure:
     def line(self) -> int | None:
         return self.step.span.line if self.step.span else None
 
+    @property
+    def described(self) -> str:
+        """The step as the policy file writes it (``describe_step``)."""
+        return describe_step(self.step)
+
 
 @dataclass(frozen=True)
 class CallRecord:

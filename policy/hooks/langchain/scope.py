@@ -59,8 +59,7 @@ class RunScopes:
         self._anchors: LruDict[object, str] = LruDict(limit)
         self._generated: LruDict[str, bool] = LruDict(limit)
         self._entries: LruDict[tuple[str, str], int] = LruDict(limit)
-        self._named: dict[tuple[str, str], Scope] = {}
-        self._limit = limit
+        self._named: LruDict[tuple[str, str], Scope] = LruDict(limit)
 
     def resolve(self, context: Any, execution_info: Any, configurable: Mapping[str, Any],
                 anchor: object | None) -> Scope:
@@ -79,12 +78,11 @@ class RunScopes:
         if type(thread_id) is not str or type(run_id) is not str or not thread_id or not run_id:
             return None
         key = (thread_id, run_id)
-        scope = self._named.get(key)  # a hit needs no lock: reading a dict is atomic
+        scope = self._named.peek(key)  # a hit needs no lock
         if scope is None:
+            scope = Scope(thread_id=thread_id, run_id=run_id)
             with self._lock:
-                scope = self._named[key] = Scope(thread_id=thread_id, run_id=run_id)
-                while len(self._named) > self._limit:
-                    del self._named[next(iter(self._named))]
+                self._named.put(key, scope)
         return scope
 
     def enter(self, scope: Scope) -> None:

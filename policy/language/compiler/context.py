@@ -9,10 +9,11 @@ from policy.language import ast
 from policy.language.checker import Declaration, Setting
 from policy.language.collector import DiagnosticCollector, did_you_mean, join_help, quoted_list
 from policy.language.compose import Composition
-from policy.language.forms import usage
 from policy.language.schema import Spec
+from policy.language.value_forms import usage
 from policy.model.diagnostics import Span
-from policy.model.hint_template import COMMON_VARIABLES, RULE_VARIABLES, HintTemplate
+from policy.model.hint_template import HintTemplate
+from policy.model.variables import COMMON_VARIABLES, RULE_VARIABLES
 
 
 @dataclass

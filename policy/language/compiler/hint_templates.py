@@ -20,6 +20,9 @@ from policy.model.diagnostics import Span
 from policy.model.hint_template import compile_hint
 from policy.resources import data_dir
 
+MAX_TEMPLATE_BYTES = 256 * 1024
+"""The largest hint file read (a hint renders to at most 16,384 characters)."""
+
 
 def compile_hints(ctx: Context) -> None:
     """Compile every declared hint into ``ctx.hints`` (failures into ``ctx.broken_hints``)."""
@@ -90,6 +93,11 @@ def _load_file(ctx: Context, name: str, node: ast.String, policy_file: str) -> t
             return None
         shown = str(path)
         try:
+            if path.stat().st_size > MAX_TEMPLATE_BYTES:
+                message = f"hint file `{node.value}` is larger than {MAX_TEMPLATE_BYTES // 1024} KiB"
+                ctx.report.add("E304", message + ": it was not read", node.span,
+                               "a hint is a few lines of advice")
+                return None
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as err:
             ctx.report.add("E304", f"cannot read hint file `{node.value}`: {err}", node.span)

@@ -15,6 +15,7 @@ from policy.runtime.gates.bounds import TooLarge
 from policy.runtime.gates.effects import FileEffect, ReadFile, bounded_effect
 from policy.runtime.gates.problems import Problem, snippet
 from policy.runtime.gates.validators import validate
+from policy.runtime.shipped_hints import shipped_hint
 
 
 def matching_gate(gates: Sequence[GateRule], path: str) -> GateRule | None:
@@ -96,6 +97,15 @@ def validator_name(gate: GateRule) -> str:
     return gate.ref.name if gate.validator.kind == "command" else gate.validator.kind
 
 
+LANGUAGE_NAMES = {"python": "Python", "json": "JSON", "toml": "TOML", "yaml": "YAML"}
+"""How hints name the languages of the built-in validators (the ``language`` hint variable)."""
+
+
+def language_name(gate: GateRule) -> str | None:
+    """``Python``, ``JSON`` …: the language a gate's built-in validator checks; None for the others."""
+    return LANGUAGE_NAMES.get(gate.validator.kind)
+
+
 def _block(
     policy: CompiledPolicy, gate: GateRule, call: ToolCall, effect: FileEffect, problem: Problem
 ) -> Decision:
@@ -106,21 +116,11 @@ def _block(
         "message": problem.message,
         "snippet": snippet(effect.after, problem.line, problem.column),
         "validator": validator_name(gate),
+        "language": language_name(gate),
         "output": problem.output,
     }
     variables = HintVariables(policy.name, gate.ref, "block", call, facts)
-    if gate.hint is None:
-        hint, rendered = default_hint(facts), {}
-    else:
-        checked = gate.hint.render_checked(variables)
-        hint, rendered = checked.text, checked.facts()
+    checked = (gate.hint or shipped_hint("syntax_error")).render_checked(variables)
+    hint, rendered = checked.text, checked.facts()
     return Decision(action="block", rule=gate.ref, hint=hint, call_id=call.id, metadata={**facts, **rendered})
 
-
-def default_hint(facts: dict[str, Any]) -> str:
-    """The block message of a gate without a hint: path, place, message and snippet."""
-    place = f" at line {facts['line']}" if facts["line"] is not None else ""
-    if place and facts["column"] is not None:
-        place += f", column {facts['column']}"
-    text = f"[BLOCKED] {facts['path']} was not written: {facts['message']}{place}."
-    return f"{text}\n{facts['snippet']}" if facts["snippet"] else text

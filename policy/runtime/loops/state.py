@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from policy.runtime.loops.layer import Fields, LayerState, checked_str
 from policy.runtime.loops.layers import LAYERS
 from policy.runtime.workspace.state import WorkspaceState
+
+_T = TypeVar("_T", list[Any], dict[str, Any])
 
 FORMAT_VERSION = 2
 MAX_OPEN_CALLS = 64
@@ -60,6 +62,9 @@ class ScopeState:
     written: dict[str, str] = field(default_factory=dict)
     """Path → digest of the content the last write no gate checked left in it (owned by the guard;
     at most ``MAX_OPEN_CALLS`` paths)."""
+    restarted: str | None = field(default=None, compare=False)
+    """Why the store started this state (or its ``files``) afresh during this access: what it held
+    was unreadable, or too large to keep.  Never saved; the event's decision says so."""
 
     def __getattr__(self, name: str) -> Any:
         index = _SLOTS.get(name)
@@ -97,7 +102,17 @@ class ScopeState:
             open_calls={str(key): checked_str(value, "open_calls")
                         for key, value in root.get("open_calls", dict).items()},
             pending={str(k): v for k, v in root.get("pending", dict).items() if isinstance(v, dict)},
-            queued=[v for v in root.data.get("queued") or [] if isinstance(v, dict)],
+            queued=[v for v in _field(root, "queued", list) if isinstance(v, dict)],
             files=WorkspaceState.from_json(data.get("files")),
-            written={str(k): v for k, v in (root.data.get("written") or {}).items() if isinstance(v, str)},
+            written={str(k): v for k, v in _field(root, "written", dict).items() if isinstance(v, str)},
         )
+
+
+def _field(root: Fields, name: str, kind: type[_T]) -> _T:
+    """A list or object field that older states may lack (then empty)."""
+    value = root.data.get(name)
+    if value is None:
+        return kind()
+    if not isinstance(value, kind):
+        raise ValueError(f"scope state: {name} must be {kind.__name__}")
+    return value

@@ -19,7 +19,8 @@ class Workspace(Protocol):
         """The covered files now."""
 
     def read(self, path: str) -> str | None:
-        """The text of a file (a path relative to the workspace); None when it cannot be read."""
+        """The text of a file (a path relative to the workspace); None when it cannot be read or is
+        not a regular file; raises ``policy.runtime.gates.bounds.TooLarge`` past the size bound."""
 
     def relative(self, path: str) -> str | None:
         """A path as the agent names it, relative to the workspace; None when it lies outside."""

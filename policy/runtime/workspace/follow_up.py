@@ -23,6 +23,7 @@ from policy.runtime.gates.open_end import open_end
 from policy.runtime.gates.problems import snippet
 from policy.runtime.gates.shell_writes import shell_writes
 from policy.runtime.gates.validators import validate
+from policy.runtime.shipped_hints import shipped_hint
 
 Touch = Literal["append", "read", "other"]
 
@@ -82,11 +83,5 @@ def notice(policy: CompiledPolicy, call: ToolCall, path: str, text: str | None) 
     ref = RuleRef("incomplete", gate.ref.name, gate.ref.span)
     template = policy.workspace.incomplete_hint if policy.workspace is not None else None
     variables = HintVariables(policy.name, ref, "hint", call, facts)
-    hint = template.render(variables) if template is not None else default_hint(facts)
+    hint = (template or shipped_hint("still_incomplete")).render(variables)
     return Decision(action="hint", rule=ref, hint=hint, call_id=call.id, metadata=facts)
-
-
-def default_hint(facts: dict[str, Any]) -> str:
-    return (f"[policy] {facts['path']} is still incomplete on disk: {facts['where']} "
-            f"(line {facts['line']}, column {facts['column']}).\n{facts['snippet']}\n"
-            "Send the rest of the file as an append, or write it again whole.")

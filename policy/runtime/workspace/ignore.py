@@ -6,13 +6,23 @@ folder; a trailing ``/`` matches folders only; ``!`` re-includes; the last
 matching line decides).  Deeper files override shallower ones.  One file's
 rules are compiled into one regular expression per kind of path (files,
 folders), so a path costs one match per ``.gitignore`` that applies to it.
+The agent can write a ``.gitignore``, so the expressions are RE2's: matching
+is linear in the path whatever the patterns (``*a*a*a…b`` cannot backtrack),
+and a file whose rules RE2 will not compile within its memory budget
+applies none.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import re2
+
+log = logging.getLogger("policy.guard")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,11 +80,16 @@ class IgnoreStack:
         return False
 
 
-def _combined(rules: list[_Rule]) -> tuple[re.Pattern[str] | None, frozenset[int]]:
-    """One alternation of the rules, each in its own group (in order), and the groups that negate."""
+def _combined(rules: list[_Rule]) -> tuple[Any, frozenset[int]]:
+    """One alternation of the rules, each in its own group (in order), and the groups that negate;
+    no expression when there are no rules, or RE2 cannot compile them."""
     if not rules:
         return None, frozenset()
-    regex = re.compile("|".join(f"({rule.regex})" for rule in rules), re.DOTALL)
+    try:
+        regex = re2.compile("(?s)" + "|".join(f"({rule.regex})" for rule in rules))
+    except re2.error as err:
+        log.warning("a .gitignore's %d rules are not applied: %s", len(rules), err)
+        return None, frozenset()
     return regex, frozenset(index for index, rule in enumerate(rules, start=1) if rule.negated)
 
 
@@ -104,7 +119,8 @@ def _rule(line: str) -> _Rule | None:
 
 
 def translate(pattern: str) -> str:
-    """A wildmatch pattern as a Python regular expression matching whole ``/``-separated paths."""
+    """A wildmatch pattern as a regular expression (RE2's syntax, also Python's) matching whole
+    ``/``-separated paths."""
     out: list[str] = []
     i, size = 0, len(pattern)
     while i < size:

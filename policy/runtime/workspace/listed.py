@@ -78,7 +78,10 @@ class ListedWorkspace:
             folder = posixpath.dirname(path)
             cached = self._rules.get(path)
             if cached is None or cached[0] != (size, mtime):
-                text = self.read(path)
+                try:
+                    text = self.read(path)
+                except TooLarge:
+                    text = None
                 cached = ((size, mtime), IgnoreFile(text or ""))
                 self._rules[path] = cached
             rules[folder] = cached[1]
@@ -97,10 +100,11 @@ class ListedWorkspace:
         return relative, int(size), int(mtime), int(ctime)  # type: ignore[call-overload]
 
     def read(self, path: str) -> str | None:
-        """The file's text through ``read_file``; None when it cannot be read (or is too large)."""
+        """The file's text through ``read_file``; None when it cannot be read (``read_file``'s
+        ``TooLarge`` passes through)."""
         try:
             return self.read_file(posixpath.join(self.root, path))
-        except (TooLarge, OSError):
+        except OSError:
             return None
 
     def relative(self, path: str) -> str | None:

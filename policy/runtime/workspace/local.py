@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from itertools import chain
 from operator import attrgetter
 
+from policy.runtime.gates.bounds import DEFAULT_MAX_CHECK_BYTES, TooLarge, read_local_file
 from policy.runtime.workspace.coverage import Coverage
 from policy.runtime.workspace.ignore import IgnoreFile, IgnoreStack
 from policy.runtime.workspace.notify import Notifier
@@ -54,8 +55,8 @@ SKIPPED_FOLDERS = frozenset({
 VENV_MARKER = "pyvenv.cfg"
 GITIGNORE = ".gitignore"
 EXCLUDE_FILE = ".git/info/exclude"
-READ_LIMIT = 4 << 20
-"""Files larger than this are not read (their text is not checked)."""
+IGNORE_FILE_LIMIT = 1 << 20
+"""A ``.gitignore`` larger than this is not read (its rules do not apply)."""
 GIT_TIMEOUT = 5.0
 NO_WATCH = -1
 RELIST = -1
@@ -121,9 +122,11 @@ class LocalWorkspace:
     local_clock = True
 
     def __init__(self, root: str | os.PathLike[str], *, max_files: int = DEFAULT_MAX_FILES,
-                 notify: bool = True) -> None:
+                 max_bytes: int = DEFAULT_MAX_CHECK_BYTES, notify: bool = True) -> None:
         self.root = os.path.abspath(os.fspath(root))
         self.max_files = max_files
+        self.max_bytes = max_bytes
+        """The largest file ``read`` reads (the policy's ``max_check_bytes``)."""
         self._lock = threading.Lock()
         self._folders: dict[str, _Folder] = {}
         self._coverage: Coverage | None = None
@@ -387,12 +390,14 @@ class LocalWorkspace:
             name = entry.name
             try:
                 is_folder = entry.is_dir(follow_symlinks=False)
+                is_file = entry.is_file()  # a regular file, or a link to one: no FIFO, device or socket
             except OSError:
                 continue
             if is_folder:
                 if name not in SKIPPED_FOLDERS and not inner.ignored(relative + name, True):
                     covered.append(f"{relative}{name}/")
-            elif coverage.covers(name, relative + name) and not inner.ignored(relative + name, False):
+            elif (is_file and coverage.covers(name, relative + name)
+                  and not inner.ignored(relative + name, False)):
                 covered.append(relative + name)
                 links = links or entry.is_symlink()
         covered.sort()
@@ -416,16 +421,9 @@ class LocalWorkspace:
     # --- files --------------------------------------------------------------
 
     def read(self, path: str) -> str | None:
-        """The text of ``path`` (relative to the root); None when missing, unreadable or too large."""
-        full = os.path.join(self.root, path)
-        try:
-            with open(full, "rb") as handle:
-                data = handle.read(READ_LIMIT + 1)
-        except OSError:
-            return None
-        if len(data) > READ_LIMIT:
-            return None
-        return data.decode("utf-8", "surrogateescape")
+        """The text of ``path`` (relative to the root); None when missing, unreadable or not a regular
+        file (a FIFO never blocks it); raises ``TooLarge`` past ``max_bytes``."""
+        return read_local_file(os.path.join(self.root, path), self.max_bytes)
 
     def relative(self, path: str) -> str | None:
         """``path`` as the agent named it (absolute, or relative to the root), relative to the root;
@@ -549,8 +547,8 @@ def _stat_pair(path: str) -> tuple[int, int] | None:
 
 
 def _read_small(path: str) -> str | None:
+    """An ignore file's text; None when it is missing, not a regular file, or over ``IGNORE_FILE_LIMIT``."""
     try:
-        with open(path, "rb") as handle:
-            return handle.read(1 << 20).decode("utf-8", "replace")
-    except OSError:
+        return read_local_file(path, IGNORE_FILE_LIMIT)
+    except TooLarge:
         return None

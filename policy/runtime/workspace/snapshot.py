@@ -9,7 +9,6 @@ time and status-change time in nanoseconds, packed into one ``bytes``
 
 from __future__ import annotations
 
-import base64
 import struct
 from bisect import bisect_left
 from collections.abc import Iterable
@@ -113,26 +112,26 @@ class Snapshot:
             entries[path] = stat
         return Snapshot.of(((p, *s) for p, s in entries.items()), truncated=self.truncated)
 
-    def to_json(self) -> dict[str, object]:
-        return {"paths": "\n".join(self.paths), "stats": base64.b64encode(self.stats).decode("ascii"),
-                "truncated": self.truncated}
+    def to_bytes(self) -> bytes:
+        """The snapshot packed: a header line (``S1``, truncated 0/1, the paths' byte length), the
+        paths one a line, then the stats."""
+        names = "\n".join(self.paths).encode("utf-8", "surrogateescape")
+        return b"S1 %d %d\n" % (int(self.truncated), len(names)) + names + self.stats
 
     @classmethod
-    def from_json(cls, data: object) -> Snapshot:
-        """Parse ``to_json`` output; anything else raises ``ValueError``."""
-        if not isinstance(data, dict):
-            raise ValueError("a snapshot must be an object")
-        paths, stats, truncated = data.get("paths"), data.get("stats"), data.get("truncated", False)
-        if not isinstance(paths, str) or not isinstance(stats, str) or not isinstance(truncated, bool):
-            raise ValueError("a snapshot needs paths (text), stats (base64) and truncated (boolean)")
-        try:
-            packed = base64.b64decode(stats, validate=True)
-        except ValueError:
-            raise ValueError("snapshot stats are not base64") from None
-        names = tuple(paths.split("\n")) if paths else ()
-        if len(packed) != len(names) * RECORD.size or list(names) != sorted(names):
+    def from_bytes(cls, data: bytes) -> Snapshot:
+        """Parse ``to_bytes`` output; anything else raises ``ValueError``."""
+        header, newline, rest = data.partition(b"\n")
+        parts = header.split(b" ")
+        if not newline or len(parts) != 3 or parts[0] != b"S1" or parts[1] not in (b"0", b"1") \
+                or not parts[2].isdigit():
+            raise ValueError("not a packed snapshot")
+        size = int(parts[2])
+        names = tuple(rest[:size].decode("utf-8", "surrogateescape").split("\n")) if size else ()
+        stats = rest[size:]
+        if len(rest) < size or len(stats) != len(names) * RECORD.size or list(names) != sorted(names):
             raise ValueError("snapshot paths and stats do not agree")
-        return cls(names, packed, truncated)
+        return cls(names, stats, parts[1] == b"1")
 
 
 def _records(stats: bytes) -> list[bytes]:

@@ -1,6 +1,7 @@
 """What a scope remembers about its workspace's files between events.
 
-- ``latest``: the last snapshot, the "before" of the next command (one walk per command).
+- ``latest``: the key of the last snapshot, the "before" of the next command (one walk per
+  command); the snapshot itself is kept beside the store (``policy.runtime.workspace.kept``).
 - ``checked``: the gate's last verdict on a file, with the file's stat at the time, so a sweep
   knows whether a file a command broke parsed before it.
 - ``digests``/``fingerprint``/``seen``: the content fingerprint of the files changed in this run,
@@ -12,9 +13,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
-
-from policy.runtime.workspace.snapshot import Snapshot
+from typing import Any, TypeGuard
 
 CHECKED_LIMIT = 512
 TRACKED_LIMIT = 4096
@@ -24,7 +23,7 @@ DIGEST_BYTES = 8
 
 @dataclass(slots=True)
 class WorkspaceState:
-    latest: Snapshot | None = None
+    latest: str | None = None
     checked: dict[str, list[int]] = field(default_factory=dict)
     """Path → [size, mtime_ns, ctime_ns, 1 if it passed its gate else 0]."""
     digests: dict[str, str] = field(default_factory=dict)
@@ -37,7 +36,7 @@ class WorkspaceState:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "latest": self.latest.to_json() if self.latest is not None else None,
+            "latest": self.latest,
             "checked": self.checked,
             "digests": self.digests,
             "fingerprint": self.fingerprint,
@@ -56,20 +55,30 @@ class WorkspaceState:
         checked, digests, incomplete = data.get("checked"), data.get("digests"), data.get("incomplete")
         fingerprint, seen = data.get("fingerprint"), data.get("seen")
         if not (isinstance(checked, dict) and isinstance(digests, dict) and isinstance(incomplete, dict)
-                and isinstance(fingerprint, int) and isinstance(seen, str)):
+                and _is_int(fingerprint) and isinstance(seen, str)):
             raise ValueError("scope state: files has a field of the wrong type")
+        if not 0 <= fingerprint < 1 << (8 * DIGEST_BYTES):
+            raise ValueError("scope state: files.fingerprint is out of range")
         try:
             packed = bytes.fromhex(seen)
         except ValueError:
             raise ValueError("scope state: files.seen must be hex") from None
-        if any(not (isinstance(v, list) and len(v) == 4 and all(isinstance(n, int) for n in v))
+        if len(packed) % DIGEST_BYTES:
+            raise ValueError("scope state: files.seen must hold whole fingerprints")
+        if any(not (isinstance(v, list) and len(v) == 4 and all(_is_int(n) for n in v))
                for v in checked.values()):
             raise ValueError("scope state: files.checked must hold [size, mtime, ctime, ok]")
+        if not all(isinstance(v, str) for v in digests.values()):
+            raise ValueError("scope state: files.digests must hold hex digests")
         return cls(
-            latest=Snapshot.from_json(latest) if latest is not None else None,
+            latest=latest if isinstance(latest, str) else None,  # (older states held the snapshot)
             checked={str(k): list(v) for k, v in checked.items()},
-            digests={str(k): str(v) for k, v in digests.items()},
+            digests={str(k): v for k, v in digests.items()},
             fingerprint=fingerprint,
             seen=packed,
             incomplete={str(k): v for k, v in incomplete.items() if isinstance(v, dict)},
         )
+
+
+def _is_int(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)

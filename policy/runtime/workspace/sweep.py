@@ -23,9 +23,11 @@ from policy.model.compiled import CompiledPolicy, GateRule
 from policy.model.decision import ALLOW, Decision, RuleRef
 from policy.model.events import ToolCall
 from policy.model.variables import HintVariables
-from policy.runtime.gates.gate import matching_gate, validator_name
+from policy.runtime.gates.bounds import TooLarge
+from policy.runtime.gates.gate import language_name, matching_gate, validator_name
 from policy.runtime.gates.problems import Problem, snippet
 from policy.runtime.gates.validators import validate
+from policy.runtime.shipped_hints import shipped_hint
 from policy.runtime.workspace.base import Workspace
 from policy.runtime.workspace.progress import DELETED, content_digest, record
 from policy.runtime.workspace.snapshot import Snapshot
@@ -49,6 +51,8 @@ class Broken:
     gate: GateRule
     problem: Problem
     text: str
+    created: bool
+    """The command created it (else it passed before the command)."""
 
 
 @dataclass(slots=True)
@@ -56,6 +60,8 @@ class SweepResult:
     broken: list[Broken] = field(default_factory=list)
     incomplete: list[tuple[str, GateRule]] = field(default_factory=list)
     unchecked: list[str] = field(default_factory=list)
+    too_large: list[tuple[str, GateRule, str]] = field(default_factory=list)
+    """Gated files the command changed that are over ``max_check_bytes``: path, gate, reason."""
 
 
 def sweep(policy: CompiledPolicy, workspace: Workspace, state: WorkspaceState, before: Snapshot,
@@ -81,10 +87,15 @@ def sweep(policy: CompiledPolicy, workspace: Workspace, state: WorkspaceState, b
             if gate is not None:
                 result.unchecked.append(path)
             if count < MAX_READ:
-                record(state, path, content_digest(workspace.read(path)))
+                record(state, path, _digest(workspace, path, stat))
             continue
         checked += 1
-        text = workspace.read(path)
+        try:
+            text = workspace.read(path)
+        except TooLarge as err:
+            result.too_large.append((path, gate, str(err)))
+            record(state, path, _digest(workspace, path, stat))
+            continue
         record(state, path, content_digest(text))
         if text is None:
             continue
@@ -98,7 +109,7 @@ def sweep(policy: CompiledPolicy, workspace: Workspace, state: WorkspaceState, b
         _remember(state, path, stat, verdict.problem is None)
         if verdict.problem is None or not ours:
             continue
-        broken = Broken(path, gate, verdict.problem, text)
+        broken = Broken(path, gate, verdict.problem, text, path in changes.created)
         if path in changes.created:
             result.broken.append(broken)
             continue
@@ -118,6 +129,14 @@ def sweep(policy: CompiledPolicy, workspace: Workspace, state: WorkspaceState, b
     return result
 
 
+def _digest(workspace: Workspace, path: str, stat: tuple[int, int, int]) -> str:
+    """The file's content digest; for a file too large to read, one of its size and times."""
+    try:
+        return content_digest(workspace.read(path))
+    except TooLarge:
+        return content_digest("\0too large {} {} {}".format(*stat))
+
+
 def _remember(state: WorkspaceState, path: str, stat: tuple[int, int, int], passed: bool) -> None:
     checked = state.checked
     checked.pop(path, None)
@@ -127,9 +146,10 @@ def _remember(state: WorkspaceState, path: str, stat: tuple[int, int, int], pass
 
 
 def sweep_decision(policy: CompiledPolicy, call: ToolCall, command: str, result: SweepResult) -> Decision:
-    """A ``hint`` naming every file the command broke; ALLOW when it broke none."""
+    """A ``hint`` naming every file the command broke; ALLOW when it broke none (with
+    ``"checker": "unavailable"`` metadata when a file it changed was too large to check)."""
     if not result.broken:
-        return ALLOW
+        return Decision(metadata=_too_large_facts(result)) if result.too_large else ALLOW
     hints: list[str] = []
     files: list[dict[str, Any]] = []
     rule = policy.workspace
@@ -140,7 +160,7 @@ def sweep_decision(policy: CompiledPolicy, call: ToolCall, command: str, result:
             ref = RuleRef("sweep", broken.gate.ref.name, broken.gate.ref.span)
             template = rule.hint if rule is not None else None
             variables = HintVariables(policy.name, ref, "hint", call, facts)
-            hints.append(template.render(variables) if template is not None else default_hint(facts))
+            hints.append((template or shipped_hint("broken_by_command")).render(variables))
     if len(result.broken) > MAX_SHOWN:
         rest = ", ".join(b.path for b in result.broken[MAX_SHOWN:])
         hints.append(f"[policy] This command also left these files broken: {rest}.")
@@ -148,8 +168,16 @@ def sweep_decision(policy: CompiledPolicy, call: ToolCall, command: str, result:
     metadata: dict[str, Any] = {**files[0], "files": files}
     if result.unchecked:
         metadata["unchecked"] = list(result.unchecked)
+    if result.too_large:
+        metadata["too_large"] = [path for path, _, _ in result.too_large]
     return Decision(action="hint", rule=RuleRef("sweep", first.gate.ref.name, first.gate.ref.span),
                     hint="\n\n".join(hints), call_id=call.id, metadata=metadata)
+
+
+def _too_large_facts(result: SweepResult) -> dict[str, Any]:
+    path, gate, reason = result.too_large[0]
+    return {"path": path, "gate": gate.ref.name, "validator": validator_name(gate), "checker": "unavailable",
+            "reason": reason, "too_large": [path for path, _, _ in result.too_large]}
 
 
 def _facts(broken: Broken, command: str) -> dict[str, Any]:
@@ -161,23 +189,8 @@ def _facts(broken: Broken, command: str) -> dict[str, Any]:
         "message": problem.message,
         "snippet": snippet(broken.text, problem.line, problem.column),
         "validator": validator_name(broken.gate),
+        "language": language_name(broken.gate),
         "output": problem.output,
         "command": command,
+        "created": broken.created,
     }
-
-
-_LANGUAGES = {"python": "Python", "json": "JSON", "toml": "TOML", "yaml": "YAML"}
-
-
-def default_hint(facts: Mapping[str, Any]) -> str:
-    """The sweep's text when the policy names no hint: path, place, message, snippet."""
-    language = _LANGUAGES.get(facts["validator"])
-    problem = f"{language} error" if language else f"`{facts['validator']}` check failed"
-    place = f" at line {facts['line']}" if facts["line"] is not None else ""
-    if place and facts["column"] is not None:
-        place += f", column {facts['column']}"
-    text = (f"[policy] This command changed {facts['path']} and left it broken: "
-            f"{problem}{place}: {facts['message']}")
-    if facts["snippet"]:
-        text += "\n" + facts["snippet"]
-    return text + "\nIt passed before this command. Fix it before anything imports or runs it."

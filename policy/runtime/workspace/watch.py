@@ -1,12 +1,14 @@
 """The guard's watch over the agent's files: shell writes gated, sweeps, progress, follow-ups.
 
-The guard calls it at each event; everything it remembers lives in the
-scope's ``WorkspaceState`` (``state.files``), so it works with every store.
+The guard calls it at each event; what it remembers lives in the scope's
+``WorkspaceState`` (``state.files``), so it works with every store, except the
+snapshots themselves: the state names its last one by key, and a
+``SnapshotKeeper`` beside the store holds them (``policy.runtime.workspace.kept``).
 
 - before a command: the writes its text determines (``policy.runtime.gates.shell_writes``) are
   gated like ``write_file`` calls;
 - after a command: the workspace is snapshot once (the scope's previous snapshot is the
-  "before"), and the sweep checks what changed;
+  "before"; a scope's first command takes one before it runs), and the sweep checks what changed;
 - progress: with ``workspace { progress on }``, a call made progress when it brought the
   workspace's content fingerprint to a value not seen in this run;
 - incomplete prefixes are remembered and followed up (``follow_up``).
@@ -23,13 +25,15 @@ from typing import Any
 from policy.model.compiled import WRITING_ROLES, CompiledPolicy
 from policy.model.decision import Decision
 from policy.model.events import ToolCall
-from policy.runtime.gates.bounds import TooLarge
+from policy.model.per_policy import per_policy
+from policy.runtime.gates.bounds import TooLarge, check_size
 from policy.runtime.gates.effects import FileEffect
-from policy.runtime.gates.gate import check_effect, matching_gate
+from policy.runtime.gates.gate import check_effect, matching_gate, validator_name
 from policy.runtime.gates.shell_writes import shell_writes
 from policy.runtime.workspace.base import Workspace
 from policy.runtime.workspace.coverage import Coverage
 from policy.runtime.workspace.follow_up import notice, touches
+from policy.runtime.workspace.kept import SnapshotKeeper
 from policy.runtime.workspace.progress import advance, content_digest, record
 from policy.runtime.workspace.snapshot import Snapshot
 from policy.runtime.workspace.state import WorkspaceState
@@ -51,8 +55,11 @@ class CommandCheck:
     pending: dict[str, Any] = field(default_factory=dict)
 
 
+@per_policy
 def coverage_of(policy: CompiledPolicy) -> Coverage:
-    """The files a snapshot covers: every gate's globs and the workspace's ``track`` globs."""
+    """The files a snapshot covers: every gate's globs and the workspace's ``track`` globs (one
+    ``Coverage`` per policy, so a workspace shared by the guards of one policy keeps its folder
+    listings: a resident hook process builds a guard per event)."""
     globs = [glob for gate in policy.gates for glob in gate.globs]
     if policy.workspace is not None:
         globs.extend(policy.workspace.track)
@@ -62,9 +69,11 @@ def coverage_of(policy: CompiledPolicy) -> Coverage:
 class FileWatch:
     """One policy's watch over one workspace (or none: then only shell writes and follow-ups)."""
 
-    def __init__(self, policy: CompiledPolicy, read_file: ReadFile, workspace: Workspace | None) -> None:
+    def __init__(self, policy: CompiledPolicy, read_file: ReadFile, workspace: Workspace | None,
+                 snapshots: SnapshotKeeper) -> None:
         self.policy = policy
         self.read_file = read_file
+        self.snapshots = snapshots
         rule = policy.workspace
         self.workspace = workspace if rule is not None and (rule.sweep or rule.progress) else None
         self.coverage = coverage_of(policy)
@@ -85,13 +94,18 @@ class FileWatch:
         for write in shell_writes(command):
             path = write.path
             gate = matching_gate(self.policy.gates, path)
+            if gate is None:
+                continue
             try:
                 before = texts[path] if path in texts else self.read_file(path)
-            except TooLarge:
-                return None  # a file too large to check: not gated before it runs
-            after = (before or "") + write.text if write.append else write.text
+                after = (before or "") + write.text if write.append else write.text
+                check_size(after, self.policy.max_check_bytes, f"what the command leaves in {path}")
+            except TooLarge as err:  # not gated before it runs; the sweep sees it after
+                return CommandCheck(Decision(call_id=call.id, metadata={
+                    "path": path, "gate": gate.ref.name, "validator": validator_name(gate),
+                    "checker": "unavailable", "reason": str(err)}))
             texts[path] = after
-            if gate is None or after == before:
+            if after == before:
                 continue
             decision = check_effect(self.policy, gate, call, FileEffect(path, before, after), writes=True)
             if decision.action == "block":
@@ -114,12 +128,23 @@ class FileWatch:
     def snapshot(self) -> Snapshot | None:
         return self.workspace.snapshot(self.coverage) if self.workspace is not None else None
 
-    def before_run(self, state: WorkspaceState, pending: dict[str, Any]) -> None:
-        """Note when the command starts; the first command of a scope takes the "before" snapshot."""
+    def needs_before(self, state: WorkspaceState) -> bool:
+        """Whether a command of this scope must first take the "before" snapshot: the scope has
+        none yet (its first command), or the keeper no longer holds it."""
+        return self.workspace is not None and (state.latest is None or not self.snapshots.has(state.latest))
+
+    def take_before(self) -> str:
+        """A snapshot of now, kept; its key (taken outside the store's lock)."""
+        snapshot = self.snapshot()
+        assert snapshot is not None
+        return self.snapshots.put(snapshot)
+
+    def before_run(self, state: WorkspaceState, pending: dict[str, Any], before: str | None) -> None:
+        """Note when the command starts, and the "before" snapshot ``take_before`` took for it."""
         if self.workspace is None:
             return
-        if state.latest is None:
-            state.latest = self.snapshot()
+        if before is not None and self.needs_before(state):
+            state.latest = before
         pending[STARTED] = time.time_ns()
 
     # --- turns ---------------------------------------------------------------
@@ -136,10 +161,15 @@ class FileWatch:
 
     # --- after a call --------------------------------------------------------
 
+    def after_run(self) -> tuple[Snapshot, str] | None:
+        """The snapshot after a command, kept, and its key (taken outside the store's lock)."""
+        snapshot = self.snapshot()
+        return (snapshot, self.snapshots.put(snapshot)) if snapshot is not None else None
+
     def on_result(self, state: WorkspaceState, call: ToolCall, pending: dict[str, Any], failed: bool,
-                  after: Snapshot | None) -> tuple[list[Decision], bool | None]:
+                  after: tuple[Snapshot, str] | None) -> tuple[list[Decision], bool | None]:
         """The sweep's and the follow-up's decisions, and whether the call made progress (None: this
-        watch cannot tell; the guard falls back on the call's kind)."""
+        watch cannot tell; the guard falls back on the call's kind).  ``after``: ``after_run``."""
         written: dict[str, bool] = pending.get(WRITTEN) or {}
         if after is None and not written and not state.incomplete and not self.progress:
             return [], None
@@ -148,10 +178,12 @@ class FileWatch:
         fingerprint = state.fingerprint
         progress: bool | None = None
         if spec.role == "run" and after is not None and self.workspace is not None:
-            before = state.latest if state.latest is not None else after
-            result = sweep(self.policy, self.workspace, state, before, after,
+            snapshot, key = after
+            kept = self.snapshots.get(state.latest) if state.latest is not None else None
+            before = kept if kept is not None else snapshot  # lost: nothing to compare with
+            result = sweep(self.policy, self.workspace, state, before, snapshot,
                            started_ns=int(pending.get(STARTED) or 0), predicted=pending.get(PREDICTED) or {})
-            state.latest = after
+            state.latest = key
             command = spec.arg("command", call.args)
             if self.sweeps:
                 text = command if isinstance(command, str) else ""
@@ -169,8 +201,11 @@ class FileWatch:
             if path in written:
                 continue
             if path in (pending.get(NOTICE) or ()) or touches(self.policy, call, path) == "other":
-                decision = notice(self.policy, call, path, self.read_file(path))
                 del state.incomplete[path]
+                try:
+                    decision = notice(self.policy, call, path, self.read_file(path))
+                except TooLarge:  # grown past the bound: no longer a prefix worth following up
+                    continue
                 if decision is not None:
                     decisions.append(decision)
         return decisions, progress
@@ -181,7 +216,11 @@ class FileWatch:
         path = self.workspace.relative(named) if isinstance(named, str) else None
         if path is None or not self.coverage.covers(posixpath.basename(path), path):
             return None
-        record(state, path, content_digest(self.workspace.read(path)))
+        try:
+            text = self.workspace.read(path)
+        except TooLarge:
+            return None
+        record(state, path, content_digest(text))
         return advance(state, fingerprint)
 
     def _relative(self, path: str) -> str:

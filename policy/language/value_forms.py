@@ -1,4 +1,6 @@
-"""Value forms: the shapes of the values a statement takes, written the way the docs show them.
+"""Value forms: the notation for the values a statement takes (written the way the docs show
+them), and matching a statement's values against it.  Which statement takes which forms is
+``policy.language.schema``.
 
 A form is a space-separated list of parts::
 
