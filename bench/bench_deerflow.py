@@ -1,29 +1,43 @@
 """HarnessGuardMiddleware.after_model against DeerFlow's own LoopDetectionMiddleware.after_model.
 
-    .venv/bin/python bench/bench_deerflow.py [--rounds 5] [--turns 4000] [--no-logging]
+    .venv/bin/python bench/bench_deerflow.py [--rounds 5] [--turns 4000] [--no-logging] [--warm-caches]
 
-The baseline, ``DeerFlowLoopDetection`` below, restates DeerFlow's algorithm
-(bytedance/deer-flow, ``backend/packages/harness/deerflow/agents/middlewares/
-loop_detection_middleware.py``: ``_normalize_tool_call_args``, ``_stable_tool_key``,
-``_hash_tool_calls``, ``LoopDetectionMiddleware._track_and_check``, ``_apply``,
-``_queue_pending_warning``, ``_append_text``, ``_build_hard_stop_update``) with its
-defaults and texts: per call a JSON key and an MD5 of the sorted batch, a list
-of recent hashes with ``count``, a deque and ``Counter`` of tool names, a
-warning queue drained into the next request, and on a stop a copy of the
-message without its tool calls.  State is per (thread, run) and a warning
-does not cut frequency counting short, as DeerFlow's loop-detection lifecycle
-note has it (the per-call work is the same).  DeerFlow cannot be imported here.
+The baseline, ``DeerFlowLoopDetection`` below, restates DeerFlow's middleware
+method for method (bytedance/deer-flow, ``backend/packages/harness/deerflow/
+agents/middlewares/loop_detection_middleware.py``: ``_normalize_tool_call_args``,
+``_stable_tool_key``, ``_hash_tool_calls``, and of ``LoopDetectionMiddleware``
+``after_model`` -> ``_apply`` -> ``_track_and_check``, ``_get_thread_id``,
+``_get_run_id``, ``_pending_key``, ``_evict_if_needed``, ``_queue_pending_warning``
+with its touch and prune helpers, ``_append_text``, ``_build_hard_stop_update``,
+``wrap_model_call`` -> ``_augment_request``; ``_bounded_dict.BoundedDict``) with
+its defaults, texts and log records: per call a JSON key per tool call and an
+MD5 of the sorted batch, a list of recent hashes with ``count``, a deque and
+``Counter`` of tool names, a warning queue drained into the next request as a
+``HumanMessage``, and on a stop a deep copy of the response metadata and a
+copy of the message without its tool calls.  Where DeerFlow's loop-detection
+lifecycle note (newer than the code) differs, the note is followed, as
+``builtin:deerflow`` does: state is per (thread, run) and a warning does not
+cut frequency counting short (the per-call work is the same).  DeerFlow
+cannot be imported here.
 
 Workload (the same for both, in one process): ``--turns`` turns of one bash
 call, in run scopes of 25 turns: 20 distinct commands, then one command five
 times, so each scope has one warning (3rd) and one stop (5th) under the
 ``builtin:deerflow`` policy, DeerFlow's defaults.  Each turn is what the agent
 loop does: ``after_model`` (timed), then the tool call and the next model
-request (not timed; the guard's ``wrap_tool_call`` and both ``wrap_model_call``s).
-Both sides log as they do in production (DeerFlow at WARNING/ERROR, policyctl
-at INFO), into a handler that drops the records; ``--no-logging`` switches
-logging off altogether (``logging.disable``), the stricter baseline: DeerFlow's
-warn and stop paths then cost no log record.
+request (not timed; the guard's ``wrap_tool_call`` and both ``wrap_model_call``s,
+and for both sides the same ``rest_of_the_turn``: the tool's 1.4 KB answer joins
+the conversation, which is serialised as the next request, and 8 MB are written,
+as the tool's process would evict the core's caches; ``--warm-caches`` skips that),
+each scope entered with ``before_agent`` and left with ``after_agent``.
+
+Logging.  By default as DeerFlow's gateway sets it up (``production_logging``):
+the root logger at INFO with one formatting stream handler, so DeerFlow's
+warn and stop paths each make one WARNING/ERROR record and policyctl's INFO
+records are made too (its loggers have no level of their own).  Both sides
+pay for formatting their records; the handler writes to the null device, so
+no side pays for a terminal or a disk.  ``--no-logging`` switches logging off
+altogether (``logging.disable``): the decisions alone.
 
 Paths: allow (nothing fires), warn (the 3rd identical call), stop (the 5th).
 Each round interleaves the two implementations scope by scope and takes the
@@ -38,6 +52,7 @@ import gc
 import hashlib
 import json
 import logging
+import os
 import statistics
 import sys
 import threading
@@ -47,7 +62,7 @@ from collections.abc import Callable
 from copy import deepcopy
 from typing import Any
 
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 
@@ -134,48 +149,114 @@ def append_text(content: Any, text: str) -> Any:
         return text
     if isinstance(content, list):
         return [*content, {"type": "text", "text": f"\n\n{text}"}]
-    return f"{content}\n\n{text}"
+    if isinstance(content, str):
+        return content + f"\n\n{text}"
+    return str(content) + f"\n\n{text}"
+
+
+class BoundedDict(OrderedDict[Any, Any]):
+    """DeerFlow's ``_bounded_dict.BoundedDict``: the oldest entry goes once ``maxsize`` is reached."""
+
+    def __init__(self, maxsize: int = 1000) -> None:
+        super().__init__()
+        self.maxsize = maxsize
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if key not in self and len(self) >= self.maxsize:
+            self.popitem(last=False)
+        super().__setitem__(key, value)
 
 
 class DeerFlowLoopDetection:
-    """The after_model half of DeerFlow's middleware: detect, queue a warning, or strip the calls."""
+    """DeerFlow's ``LoopDetectionMiddleware``, method for method: detect, queue a warning, or strip
+    the calls (``after_model`` -> ``_apply`` -> ``_track_and_check``), and drain the queue into
+    the next request (``wrap_model_call`` -> ``_augment_request``)."""
 
     def __init__(self) -> None:
+        self.warn_threshold, self.hard_limit, self.window_size = WARN, HARD, WINDOW
+        self.max_tracked_threads = MAX_SCOPES
+        self.tool_freq_warn, self.tool_freq_hard_limit = FREQ_WARN, FREQ_HARD
+        self._tool_freq_overrides: dict[str, tuple[int, int]] = {}
+        self._tool_freq_window = max(self.window_size, self.tool_freq_hard_limit,
+                                     *(hard for _, hard in self._tool_freq_overrides.values()))
         self._lock = threading.Lock()
         self._history: OrderedDict[tuple[str, str], list[str]] = OrderedDict()
         self._warned: dict[tuple[str, str], set[str]] = defaultdict(set)
-        self._names: defaultdict[tuple[str, str], deque[str]] = defaultdict(deque)
-        self._counts: defaultdict[tuple[str, str], Counter[str]] = defaultdict(Counter)
-        self._freq_warned: dict[tuple[str, str], set[str]] = defaultdict(set)
-        self._pending: dict[tuple[str, str], list[str]] = defaultdict(list)
-        self._touched: OrderedDict[tuple[str, str], None] = OrderedDict()
-        self._stop_reason: OrderedDict[Any, str] = OrderedDict()
+        self._tool_name_history: defaultdict[tuple[str, str], deque[str]] = defaultdict(deque)
+        self._tool_name_counter: defaultdict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+        self._tool_freq_warned: dict[tuple[str, str], set[str]] = defaultdict(set)
+        self._pending_warnings: dict[tuple[str, str], list[str]] = defaultdict(list)
+        self._pending_warning_touch_order: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._max_pending_warning_keys = max(1, self.max_tracked_threads * 2)
+        self._stop_reason = BoundedDict(1000)
 
-    def _scope(self, runtime: Any) -> tuple[str, str]:
-        context = runtime.context
-        thread = context.get("thread_id") if context else None
-        run = context["run_id"] if isinstance(context, dict) and "run_id" in context else str(id(runtime))
-        return (str(thread) if thread else "default"), run
+    def _get_thread_id(self, runtime: Any) -> str:
+        thread_id = runtime.context.get("thread_id") if runtime.context else None
+        if thread_id:
+            return str(thread_id)
+        return "default"
 
-    def _evict(self) -> None:
-        while len(self._history) > MAX_SCOPES:
-            gone, _ = self._history.popitem(last=False)
-            for table in (self._warned, self._names, self._counts, self._freq_warned):
-                table.pop(gone, None)  # type: ignore[attr-defined]
-            self._pending.pop(gone, None)
-            self._touched.pop(gone, None)
+    def _get_run_id(self, runtime: Any) -> Any:
+        # The note anchors a missing run id to the invocation; every run here names its id.
+        context = getattr(runtime, "context", None)
+        if isinstance(context, dict) and "run_id" in context:
+            return context["run_id"]
+        return str(id(runtime))
+
+    def _pending_key(self, runtime: Any) -> tuple[str, str]:
+        """The (thread, run) scope: of the pending warnings at HEAD, of every piece of state in the note."""
+        return self._get_thread_id(runtime), self._get_run_id(runtime)
+
+    def _evict_if_needed(self) -> None:
+        while len(self._history) > self.max_tracked_threads:
+            evicted, _ = self._history.popitem(last=False)
+            self._warned.pop(evicted, None)
+            self._tool_name_history.pop(evicted, None)
+            self._tool_name_counter.pop(evicted, None)
+            self._tool_freq_warned.pop(evicted, None)
+            for key in list(self._pending_warnings):
+                if key == evicted:
+                    self._drop_pending_warning_key_locked(key)
+            log.debug("Evicted loop tracking for thread %s (LRU)", evicted)
+
+    def _drop_pending_warning_key_locked(self, key: tuple[str, str]) -> None:
+        self._pending_warnings.pop(key, None)
+        self._pending_warning_touch_order.pop(key, None)
+
+    def _touch_pending_warning_key_locked(self, key: tuple[str, str]) -> None:
+        self._pending_warning_touch_order[key] = None
+        self._pending_warning_touch_order.move_to_end(key)
+
+    def _prune_pending_warning_state_locked(self, protected_key: tuple[str, str]) -> None:
+        overflow = len(self._pending_warning_touch_order) - self._max_pending_warning_keys
+        if overflow <= 0:
+            return
+        candidates = [key for key in self._pending_warning_touch_order if key != protected_key]
+        for key in candidates[:overflow]:
+            self._drop_pending_warning_key_locked(key)
+
+    def _queue_pending_warning(self, runtime: Any, warning: str) -> None:
+        pending_key = self._pending_key(runtime)
+        with self._lock:
+            warnings = self._pending_warnings[pending_key]
+            if warning not in warnings:
+                warnings.append(warning)
+            if len(warnings) > MAX_PENDING:
+                del warnings[: len(warnings) - MAX_PENDING]
+            self._touch_pending_warning_key_locked(pending_key)
+            self._prune_pending_warning_state_locked(protected_key=pending_key)
 
     def _track_and_check(self, state: dict[str, Any], runtime: Any) -> tuple[str | None, bool]:
         messages = state.get("messages", [])
         if not messages:
             return None, False
-        last = messages[-1]
-        if getattr(last, "type", None) != "ai":
+        last_msg = messages[-1]
+        if getattr(last_msg, "type", None) != "ai":
             return None, False
-        tool_calls = getattr(last, "tool_calls", None)
+        tool_calls = getattr(last_msg, "tool_calls", None)
         if not tool_calls:
             return None, False
-        scope = self._scope(runtime)
+        scope = self._pending_key(runtime)
         call_hash = batch_hash(tool_calls)
         selected: str | None = None
         with self._lock:
@@ -183,110 +264,117 @@ class DeerFlowLoopDetection:
                 self._history.move_to_end(scope)
             else:
                 self._history[scope] = []
-                self._evict()
+                self._evict_if_needed()
             history = self._history[scope]
             history.append(call_hash)
-            if len(history) > WINDOW:
-                history[:] = history[-WINDOW:]
-            warned = self._warned.get(scope)
-            if warned is not None:
-                warned.intersection_update(history)
-                if not warned:
+            if len(history) > self.window_size:
+                history[:] = history[-self.window_size :]
+            warned_hashes = self._warned.get(scope)
+            if warned_hashes is not None:
+                warned_hashes.intersection_update(history)
+                if not warned_hashes:
                     self._warned.pop(scope, None)
             count = history.count(call_hash)
-            names = [call.get("name", "?") for call in tool_calls]
-            if count >= HARD:
+            tool_names = [tc.get("name", "?") for tc in tool_calls]
+            if count >= self.hard_limit:
                 log.error("Loop hard limit reached — forcing stop",
                           extra={"thread_id": scope[0], "call_hash": call_hash, "count": count,
-                                 "tools": names})
+                                 "tools": tool_names})
                 return STOP_TEXT, True
-            if count >= WARN:
-                hashes = self._warned[scope]
-                if call_hash not in hashes:
-                    hashes.add(call_hash)
+            if count >= self.warn_threshold:
+                warned = self._warned[scope]
+                if call_hash not in warned:
+                    warned.add(call_hash)
                     log.warning("Repetitive tool calls detected — injecting warning",
                                 extra={"thread_id": scope[0], "call_hash": call_hash, "count": count,
-                                       "tools": names})
-                    selected = WARNING_TEXT
-            history_names, counter = self._names[scope], self._counts[scope]
-            for call in tool_calls:
-                name = call.get("name", "")
+                                       "tools": tool_names})
+                    selected = WARNING_TEXT  # the note: no early return, frequency is still counted
+            tool_name_history = self._tool_name_history[scope]
+            name_counter = self._tool_name_counter[scope]
+            for tc in tool_calls:
+                name = tc.get("name", "")
                 if not name:
                     continue
-                history_names.append(name)
-                counter[name] += 1
-                while len(history_names) > FREQ_WINDOW:
-                    old = history_names.popleft()
-                    left = counter[old] - 1
-                    if left <= 0:
-                        del counter[old]
+                tool_name_history.append(name)
+                name_counter[name] += 1
+                while len(tool_name_history) > self._tool_freq_window:
+                    old = tool_name_history.popleft()
+                    c = name_counter[old] - 1
+                    if c <= 0:
+                        del name_counter[old]
                     else:
-                        counter[old] = left
-                freq = counter.get(name, 0)
-                if freq >= FREQ_HARD:
+                        name_counter[old] = c
+                freq_count = name_counter.get(name, 0)
+                if name in self._tool_freq_overrides:
+                    eff_warn, eff_hard = self._tool_freq_overrides[name]
+                else:
+                    eff_warn, eff_hard = self.tool_freq_warn, self.tool_freq_hard_limit
+                if freq_count >= eff_hard:
                     log.error("Tool frequency hard limit reached — forcing stop",
-                              extra={"thread_id": scope[0], "tool_name": name, "count": freq})
-                    return FREQ_STOP_TEXT.format(tool_name=name, count=freq), True
-                if freq >= FREQ_WARN:
-                    freq_warned = self._freq_warned[scope]
+                              extra={"thread_id": scope[0], "tool_name": name, "count": freq_count})
+                    return FREQ_STOP_TEXT.format(tool_name=name, count=freq_count), True
+                if freq_count >= eff_warn:
+                    freq_warned = self._tool_freq_warned[scope]
                     if name not in freq_warned and selected is None:
                         freq_warned.add(name)
                         log.warning("Tool frequency warning — too many calls to same tool type",
-                                    extra={"thread_id": scope[0], "tool_name": name, "count": freq})
-                        selected = FREQ_WARNING_TEXT.format(tool_name=name, count=freq)
+                                    extra={"thread_id": scope[0], "tool_name": name, "count": freq_count})
+                        selected = FREQ_WARNING_TEXT.format(tool_name=name, count=freq_count)
                 else:
-                    self._freq_warned[scope].discard(name)
+                    self._tool_freq_warned[scope].discard(name)
         return selected, False
 
-    def _queue(self, runtime: Any, warning: str) -> None:
-        scope = self._scope(runtime)
-        with self._lock:
-            warnings = self._pending[scope]
-            if warning not in warnings:
-                warnings.append(warning)
-            if len(warnings) > MAX_PENDING:
-                del warnings[: len(warnings) - MAX_PENDING]
-            self._touched[scope] = None
-            self._touched.move_to_end(scope)
-            overflow = len(self._touched) - 2 * MAX_SCOPES
-            if overflow > 0:
-                for key in [key for key in self._touched if key != scope][:overflow]:
-                    self._pending.pop(key, None)
-                    self._touched.pop(key, None)
+    @staticmethod
+    def _build_hard_stop_update(last_msg: Any, content: Any) -> dict[str, Any]:
+        update = {"tool_calls": [], "content": content}
+        additional_kwargs = dict(getattr(last_msg, "additional_kwargs", {}) or {})
+        for key in ("tool_calls", "function_call"):
+            additional_kwargs.pop(key, None)
+        update["additional_kwargs"] = additional_kwargs
+        response_metadata = deepcopy(getattr(last_msg, "response_metadata", {}) or {})
+        if response_metadata.get("finish_reason") == "tool_calls":
+            response_metadata["finish_reason"] = "stop"
+        update["response_metadata"] = response_metadata
+        return update
 
-    def after_model(self, state: dict[str, Any], runtime: Any) -> dict[str, Any] | None:
+    def _apply(self, state: dict[str, Any], runtime: Any) -> dict[str, Any] | None:
         warning, hard_stop = self._track_and_check(state, runtime)
         if hard_stop:
-            run_id = self._scope(runtime)[1]
+            run_id = self._get_run_id(runtime)
             with self._lock:
-                if run_id not in self._stop_reason and len(self._stop_reason) >= 1000:
-                    self._stop_reason.popitem(last=False)
                 self._stop_reason[run_id] = "loop_capped"
             context = getattr(runtime, "context", None)
             if isinstance(context, dict):
                 context["stop_reason"] = "loop_capped"
-            last = state.get("messages", [])[-1]
-            additional = dict(getattr(last, "additional_kwargs", {}) or {})
-            for key in ("tool_calls", "function_call"):
-                additional.pop(key, None)
-            metadata = deepcopy(getattr(last, "response_metadata", {}) or {})
-            if metadata.get("finish_reason") == "tool_calls":
-                metadata["finish_reason"] = "stop"
-            update = {"tool_calls": [], "content": append_text(last.content, warning or STOP_TEXT),
-                      "additional_kwargs": additional, "response_metadata": metadata}
-            return {"messages": [last.model_copy(update=update)]}
+            last_msg = state.get("messages", [])[-1]
+            content = append_text(last_msg.content, warning or STOP_TEXT)
+            return {"messages": [last_msg.model_copy(update=self._build_hard_stop_update(last_msg, content))]}
         if warning:
-            self._queue(runtime, warning)
+            self._queue_pending_warning(runtime, warning)
         return None
+
+    def before_agent(self, state: dict[str, Any], runtime: Any) -> None:
+        """A no-op in the lifecycle note (HEAD drops the thread's other runs' pending warnings)."""
+
+    def after_model(self, state: dict[str, Any], runtime: Any) -> dict[str, Any] | None:
+        return self._apply(state, runtime)
+
+    def after_agent(self, state: dict[str, Any], runtime: Any) -> None:
+        """Drop this run's undelivered warnings (``_clear_current_run_pending_warnings``)."""
+        pending_key = self._pending_key(runtime)
+        with self._lock:
+            self._drop_pending_warning_key_locked(pending_key)
 
     def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         """Drain the scope's queued warnings into the request (``_augment_request``)."""
-        scope = self._scope(request.runtime)
+        pending_key = self._pending_key(request.runtime)
         with self._lock:
-            warnings = self._pending.pop(scope, [])
-            self._touched.pop(scope, None)
+            warnings = self._pending_warnings.pop(pending_key, [])
+            self._pending_warning_touch_order.pop(pending_key, None)
         if warnings:
-            request = request.override(messages=[*request.messages, "\n\n".join(dict.fromkeys(warnings))])
+            text = "\n\n".join(dict.fromkeys(warnings))
+            request = request.override(messages=[*request.messages, HumanMessage(content=text,
+                                                                                  name="loop_warning")])
         return handler(request)
 
 
@@ -304,8 +392,35 @@ def scope_states(scope: int) -> list[tuple[dict[str, Any], str]]:
     return states
 
 
+TOOL_OUTPUT = "".join(f"src/module_{n}/file_{n}.py: {n * 37 % 1000} lines, last changed {n} days ago\n"
+                      for n in range(25))
+"""A bash result of 1.4 KB (typical of real coding-agent sessions)."""
+
+
 def tool_answer(request: ToolCallRequest) -> ToolMessage:
-    return ToolMessage(content="ok", tool_call_id=request.tool_call["id"], name=request.tool_call["name"])
+    return ToolMessage(content=TOOL_OUTPUT, tool_call_id=request.tool_call["id"],
+                       name=request.tool_call["name"])
+
+
+EVICT_BYTES = 8 << 20
+"""Memory written between turns, more than a core's own caches hold: what the tool's process (a
+process start alone touches more) and the model client leave of a middleware's code and data
+in them.  0 with ``--warm-caches``."""
+
+
+def rest_of_the_turn(conversation: list[dict[str, Any]], call: dict[str, Any]) -> None:
+    """What runs between two ``after_model`` calls in any deployment, the same for both sides: the
+    tool's answer joins the conversation, the next model request is serialised as a chat client
+    sends it, and ``EVICT_BYTES`` are written (the tool's process and the model's round trip
+    themselves are left out).  Without it, a middleware that does nothing between turns would
+    start every timed call with its code and data still in the core's caches, and one that
+    reads the tool's result (the guard's ``wrap_tool_call``) from caches that result evicted;
+    no real agent loop gives either side warm caches."""
+    conversation.append({"role": "assistant", "tool_calls": [call]})
+    conversation.append({"role": "tool", "tool_call_id": call["id"], "content": TOOL_OUTPUT})
+    json.dumps({"model": "scripted", "messages": conversation})
+    if EVICT_BYTES:
+        bytearray(EVICT_BYTES)  # written through: zeroed
 
 
 class _Request:
@@ -323,6 +438,8 @@ def run_scope(impl: str, middleware: Any, scope: int, states: list[tuple[dict[st
     runtime: Runtime[Any] = Runtime(context={"thread_id": "thread", "run_id": f"{impl}-{scope}"})
     request = _Request(runtime)
     clock = time.perf_counter_ns
+    middleware.before_agent({"messages": []}, runtime)
+    conversation: list[dict[str, Any]] = [{"role": "user", "content": "Fix the failing tests."}]
     for state, path in states:
         start = clock()
         update = middleware.after_model(state, runtime)
@@ -332,7 +449,22 @@ def run_scope(impl: str, middleware: Any, scope: int, states: list[tuple[dict[st
             tool_runtime = Runtime(context=runtime.context)
             middleware.wrap_tool_call(ToolCallRequest(tool_call=call, tool=None, state=state,
                                                       runtime=tool_runtime), tool_answer)
+        rest_of_the_turn(conversation, state["messages"][-1].tool_calls[0])
         middleware.wrap_model_call(request, lambda r: None)
+    middleware.after_agent({"messages": []}, runtime)
+
+
+def production_logging() -> None:
+    """DeerFlow's gateway logging (``backend/app/gateway/app.py``: ``logging.basicConfig`` at INFO with
+    ``deerflow/logging_config.py``'s text format; ``config.example.yaml``'s ``log_level: info``):
+    every logger without a level of its own, policyctl's included, logs INFO and up through one
+    stream handler, which formats each record and writes it, here to the null device."""
+    handler = logging.StreamHandler(open(os.devnull, "w"))  # noqa: SIM115 (open for the whole run)
+    handler.setFormatter(logging.Formatter("%(asctime)s - %(name)s - %(levelname)s - %(message)s",
+                                           datefmt="%Y-%m-%d %H:%M:%S"))
+    root = logging.getLogger()
+    root.handlers = [handler]
+    root.setLevel(logging.INFO)
 
 
 def main() -> int:
@@ -340,13 +472,16 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--turns", type=int, default=4000)
     parser.add_argument("--no-logging", action="store_true", help="no log records on either side")
+    parser.add_argument("--warm-caches", action="store_true",
+                        help="nothing evicts the core's caches between turns (see rest_of_the_turn)")
     options = parser.parse_args()
+    if options.warm_caches:
+        global EVICT_BYTES
+        EVICT_BYTES = 0
     if options.no_logging:
         logging.disable(logging.CRITICAL)
-    for name in ("bench.deerflow", "policy.loops", "policy.hooks.langchain"):
-        logger = logging.getLogger(name)
-        logger.handlers = [logging.NullHandler()]
-        logger.propagate = False
+    else:
+        production_logging()
 
     scopes = options.turns // SCOPE_TURNS
     workload = [scope_states(scope) for scope in range(scopes)]
@@ -368,6 +503,7 @@ def main() -> int:
             ratios[path].append(ours / theirs)
 
     logs = "logging off" if options.no_logging else "logging as in production"
+    logs += ", caches warm" if options.warm_caches else ""
     print(f"HarnessGuardMiddleware.after_model vs DeerFlow's after_model: {options.turns} turns, "
           f"{options.rounds} rounds, {logs}; median wall microseconds per call (range over rounds)")
     print(f"{'path':<6} {'policyctl':>18} {'deerflow':>18} {'ratio':>6} {'range':>13}")

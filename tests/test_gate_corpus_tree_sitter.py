@@ -6,7 +6,7 @@ TypeScript, Java, CSS), Debian packages shipping sources (Go from
 system headers, C++ from googletest, fmt and nlohmann-json, Ruby's and PHP's
 libraries, the shell scripts Debian ships, HTML documentation).  A file is
 used only when the language's own checker accepts it where one is
-installed (``node --check``, TypeScript's parser, ``gofmt -e``,
+installed (``node --check``, an ES module as ``.mjs``; TypeScript's parser, ``gofmt -e``,
 ``gcc``/``g++ -fsyntax-only``, ``ruby -c``, ``php -l``, ``bash -n``).
 
 1. Valid files are never blocked: each is written through ``check_write``
@@ -27,15 +27,16 @@ installed (``node --check``, TypeScript's parser, ``gofmt -e``,
 CI checks a sample of each language's files (``SAMPLE``, 48 KB at most,
 fewer chunkings); set ``POLICYCTL_CORPUS_FULL=1`` for every file up to 200 KB
 with every chunking.  Figures are printed
-(``pytest -s``) and recorded as test properties.  Languages in
-``DEFAULT_GATED`` (the ones ``builtin:default`` gates) must have zero false
-blocks; every language must block at least ``REQUIRED_BLOCK_RATE[language]``.
+(``pytest -s``) and recorded as test properties.  Every language but the
+``UNSERVED`` ones must have zero false blocks; every language must block at
+least ``REQUIRED_BLOCK_RATE[language]``.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import tempfile
 import zlib
@@ -50,9 +51,10 @@ from typing import Any
 import pytest
 
 from policy.language.loader import load_policy
-from policy.model.compiled import SYNTAX_TREE_LANGUAGES, CompiledPolicy
+from policy.model.compiled import CompiledPolicy
 from policy.model.decision import Decision
 from policy.model.events import ToolCall
+from policy.model.validators import SYNTAX_TREE_LANGUAGES
 from policy.runtime.gates import check_write, file_effect
 from policy.runtime.gates.grammars import parser
 
@@ -69,10 +71,12 @@ FULL_CHUNKINGS = (None, 10, 50) if FULL else (None, 40)
 ERROR_CHUNKS = (4, 12)
 SITES_PER_KIND = 3
 WORKERS = max(1, min(4, os.cpu_count() or 1))
-DEFAULT_GATED = ("javascript", "go")
+UNSERVED = ("c", "cpp")
+"""Languages whose valid code the gate still blocks at times (macros tree-sitter cannot expand): not gated by
+default, their false blocks are reported but not failed on."""
 REQUIRED_BLOCK_RATE = {
-    "javascript": 0.91, "typescript": 0.95, "tsx": 0.93, "go": 0.88, "rust": 0.92, "java": 0.91, "c": 0.85,
-    "cpp": 0.83, "ruby": 0.82, "php": 0.88, "shell": 0.84, "html": 0.89, "css": 0.92,
+    "javascript": 0.91, "typescript": 0.95, "tsx": 0.93, "go": 0.91, "rust": 0.92, "java": 0.91, "c": 0.85,
+    "cpp": 0.83, "ruby": 0.82, "php": 0.87, "shell": 0.89, "html": 0.95, "css": 0.92,
 }
 """Per-language floor for injected errors: the CI sample's measured rate less 5 points (the issue asks
 95 %; the README gives each language's figures)."""
@@ -135,10 +139,23 @@ _CPP_INCLUDES = [f"-I/usr/src/googletest/{part}" for part in
                  ("googletest", "googletest/include", "googlemock", "googlemock/include")]
 
 
+_ES_MODULE = re.compile(r"^(?:import|export)\b", re.MULTILINE)
+
+
+def _node_accepts(path: Path) -> bool:
+    """``node --check``; an ES module named ``.js`` is checked as ``.mjs`` (node 20 passes it unparsed)."""
+    if path.suffix != ".js" or not _ES_MODULE.search(path.read_text(encoding="utf-8")):
+        return _accepted(["node", "--check", str(path)])
+    with tempfile.TemporaryDirectory(prefix="policyctl-corpus-") as folder:
+        module = Path(folder, path.stem + ".mjs")
+        module.write_bytes(path.read_bytes())
+        return _accepted(["node", "--check", str(module)])
+
+
 def candidates(language: str) -> tuple[list[Path], Callable[[Path], bool] | None]:
     """The language's files and, where one is installed, its own checker."""
     if language == "javascript":
-        return _files([NPM], {".js", ".mjs", ".cjs"}), lambda p: _accepted(["node", "--check", str(p)])
+        return _files([NPM], {".js", ".mjs", ".cjs"}), _node_accepts
     if language in ("typescript", "tsx"):
         suffixes = {".ts", ".mts", ".cts"} if language == "typescript" else {".tsx"}
         return _files([NPM], suffixes), None
@@ -329,7 +346,7 @@ def _extendable(grammar_parser: Any, tree: Any, data: bytes, mutated: bytes, end
     """Whether some continuation of the chunk makes the file valid again: the deleted closer written at
     the chunk's end (then the original text from the chunk's end, or from just after the deleted token),
     after the comment or string the chunk ends in, or at the end of the file."""
-    shift = len(mutated) - len(data)
+    shift, closer = len(mutated) - len(data), closer + b"\n"  # Go needs a line break after a `}`
     after = mutated[: cut + shift]
     repairs = [after + closer + data[cut:], after + closer + data[end:], mutated + closer]
     spanning = tree.root_node.descendant_for_byte_range(cut, cut)
@@ -407,7 +424,7 @@ def test_valid_files_written_in_chunks(language: str, record_property: Callable[
                f"{checks} writes, {len(blocked)} blocked")
     print(summary)
     record_property(f"{language}_valid_writes", summary)
-    if language in DEFAULT_GATED:
+    if language not in UNSERVED:
         assert not blocked, "valid code was blocked:\n" + "\n".join(blocked[:20])
 
 

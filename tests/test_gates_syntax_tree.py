@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -10,8 +11,9 @@ from typing import Any
 import pytest
 
 from policy.language.loader import check_policy, load_policy
-from policy.model.compiled import SYNTAX_TREE_LANGUAGES, CompiledPolicy
+from policy.model.compiled import CompiledPolicy
 from policy.model.events import ToolCall
+from policy.model.validators import SYNTAX_TREE_LANGUAGES
 from policy.runtime.gates import check_write
 from policy.runtime.gates import grammars as grammars_module
 from policy.runtime.gates.grammars import GRAMMARS, GrammarUnavailable, parser
@@ -116,6 +118,15 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     ("php", "<?php\n$s = <<<EOT\nhello\n"),
     ("go", "package a\n\nfunc f() {\n\tx := 1\n"),
     ("css", "a {\n  color: red;\n"),
+    ("shell", "f() {\n  if [ -n \"$x\" ]; then\n    echo yes\n"),    # keyword blocks: fi, }
+    ("shell", "case $1 in\n  a)\n    while true; do\n"),           # esac, done
+    ("shell", "if [ -r x ] \\\n"),                                  # the `then` still to come
+    ("tsx", "export const A = () => (\n  <Ctx.Provider value={v}>\n    {children}\n"),  # an open element
+    ("typescript", "export function f<\n  T = unknown,\n"),       # type parameters
+    ("typescript", "export const A = ({\n  children,\n  options = {},\n"),  # arrow parameters
+    ("html", "<html>\n<head>\n<style>\na { color: red }\n"),       # raw text still open
+    ("php", "<?php\nfunction f() {\n  $e = g(substr($a, 1),\n"),   # arguments, then `;` before `}`
+    ("c", "#ifndef A_H\n#define A_H\n#ifdef __cplusplus\nextern \"C\" {\n#endif\nint f(void);\n"),
 ])
 def test_incomplete_prefixes_of_other_languages(language: str, prefix: str, policy: CompiledPolicy) -> None:
     assert write(policy, f"m.{EXTENSIONS[language]}", prefix).metadata.get("incomplete") is True
@@ -127,6 +138,72 @@ def test_an_error_followed_by_more_text_blocks_even_in_a_prefix(policy: Compiled
     decision = write(policy, "app.js", chunk, files, append=True)
     assert decision.action == "block"
     assert decision.metadata["line"] == 2
+
+
+@pytest.mark.parametrize(("language", "text", "line"), [
+    ("go", "package a\n\nfunc f() {\n\tif err != nil {\n\t\tb.Fatal(err\n\t}\n", 5),  # seen on the last line
+    ("java", "class A {\n  int f() {\n    return 1;\n\n  public int g() {\n", 5),  # a method in a method
+    ("go", "package a\n\nfunc f() {\n\tx := g(1\n\t}\n\ty := `a`\n", 4),  # a tail that closes no string
+])
+def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str, line: int,
+                                                       policy: CompiledPolicy) -> None:
+    decision = write(policy, f"m.{EXTENSIONS[language]}", text)
+    assert (decision.action, decision.metadata["line"]) == ("block", line)
+
+
+@pytest.mark.parametrize(("language", "text", "broken"), [
+    ("shell", "for file do\n  echo \"$file\"\ndone\n", "for file do\n  echo )\ndone\n"),  # POSIX for-do
+    ("css", "tr:nth-child(2n-1) td { color: red }\n", "tr:nth-child(2n-1) td { top: 0;; }\nb { x: 0 }\n"),
+    ("html", '<?xml version="1.0"?>\n<html><body><p>&#x3C;string></p></body></html>\n',
+     '<?xml version="1.0"?>\n<html><body><p>&#x3C;string></p\n<p>x</p></body></html>\n'),
+    ("c", "DECLARE_PEM_rw(CMS, CMS_ContentInfo)\nint f(void);\n",            # a macro call with no `;`
+     "DECLARE_PEM_rw(CMS, CMS_ContentInfo)\nint f(void;\nint g(void);\n"),
+    ("cpp", "class A {\n  MOCK_METHOD(void, F, ());\n};\n",                  # a macro argument no expression
+     "class A {\n  MOCK_METHOD(void, F, ());\n  int f(;\n};\n"),
+])
+def test_valid_code_the_grammar_cannot_parse_is_allowed(language: str, text: str, broken: str,
+                                                        policy: CompiledPolicy) -> None:
+    assert parser(language).parse(text.encode()).root_node.has_error
+    assert write(policy, f"m.{EXTENSIONS[language]}", text).action == "allow"
+    assert write(policy, f"m.{EXTENSIONS[language]}", broken).action == "block"
+
+
+C_WITH_A_LIST_MACRO = "#define LIST(x) x,\nenum e { LIST(a) LIST(b) };\nint main(void) { return a; }\n"
+"""Valid C (gcc accepts it) that tree-sitter-c cannot parse: what the macro expands to is a list."""
+
+
+def _confirmed_policy(tmp_path: Path, checker: str) -> CompiledPolicy:
+    path = tmp_path / "p.policy"
+    path.write_text('policy "p" {}\ntool write_file { writes path=path content=content }\n'
+                    f'gate c {{ files "*.c"; check c; confirm command "{checker}"; partial allow }}\n')
+    return load_policy(path)
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed (.ci/run installs it)")
+def test_the_languages_own_checker_decides_what_the_grammar_calls_an_error(tmp_path: Path) -> None:
+    assert check_syntax_tree("c", C_WITH_A_LIST_MACRO, False).status == "invalid"
+    policy = _confirmed_policy(tmp_path, "gcc -fsyntax-only -x c {file}")
+    assert write(policy, "list.c", C_WITH_A_LIST_MACRO).action == "allow"
+    broken = write(policy, "list.c", C_WITH_A_LIST_MACRO.replace("(void)", "(void"))
+    assert broken.action == "block"
+    assert broken.metadata["line"] == 3  # gcc's verdict, not the grammar's first error (line 2)
+    assert "expected" in broken.metadata["message"]
+    assert write(policy, "list.c", "int f(void) {\n  return 1;\n").action == "allow"  # a prefix: no run
+
+
+def test_a_confirming_checker_that_cannot_run_leaves_the_grammars_verdict(tmp_path: Path) -> None:
+    policy = _confirmed_policy(tmp_path, "policyctl-no-such-checker {file}")
+    assert write(policy, "list.c", C_WITH_A_LIST_MACRO).action == "block"
+
+
+def test_confirm_belongs_to_a_built_in_check(tmp_path: Path) -> None:
+    path = tmp_path / "p.policy"
+    path.write_text('policy "p" {}\ngate sh { files "*.sh"; check command "bash -n {file}"; '
+                    'confirm command "sh -n {file}" }\n')
+    diagnostics = check_policy(path).diagnostics
+    diagnostics = [d for d in diagnostics if d.code.startswith("E")]
+    assert [d.code for d in diagnostics] == ["E107"]
+    assert "already is a command" in diagnostics[0].message
 
 
 def test_without_partial_an_incomplete_text_blocks(tmp_path: Path) -> None:

@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from policy.model.compiled import ROLE_STATEMENTS, SYNTAX_TREE_LANGUAGES
+from policy.model.compiled import ROLE_STATEMENTS
 from policy.model.decision import ACTIONS
 from policy.model.validators import BUILTIN_VALIDATORS
 
-VALIDATORS = (*BUILTIN_VALIDATORS, *SYNTAX_TREE_LANGUAGES)
+VALIDATORS = tuple(BUILTIN_VALIDATORS)
 """Built-in syntax checkers a gate can name (``check command "…"`` runs an external one)."""
 
 RULE_KINDS = ("tool", "gate", "signature", "loop", "hint", "test")
@@ -80,6 +80,7 @@ TOOL = _block(
 GATE = _block(
     Spec("files", ("STRING+",), required=True),
     Spec("check", ("command STRING", "|".join(VALIDATORS)), required=True, choice_code="E501"),
+    Spec("confirm", ("command STRING",)),
     Spec("timeout", ("NUMBER",)),
     Spec("partial", ("allow|block",)),
     Spec("hint", ("NAME",)),

@@ -103,13 +103,6 @@ class ToolSpec:
         return args.get(name) if name is not None else None
 
 
-SYNTAX_TREE_LANGUAGES = (
-    "javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp", "ruby", "php", "shell", "html",
-    "css",
-)
-"""The languages a gate checks with a tree-sitter grammar (``check javascript``): runtime/gates/grammars."""
-
-
 @dataclass(frozen=True)
 class Validator:
     """A syntax checker: a built-in (python, json, toml, yaml, a tree-sitter language) or a command."""
@@ -117,6 +110,9 @@ class Validator:
     kind: str
     command: str | None = None
     timeout: float = 10.0
+    confirm: Validator | None = None
+    """For a built-in: the language's own checker (a command), which decides whether what the built-in
+    finds is an error (``confirm command "node --check {file}"``)."""
 
 
 @dataclass(frozen=True)

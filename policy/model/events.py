@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 ResultStatus = Literal["success", "error"]
@@ -85,7 +86,8 @@ class Scope:
         if self.run_id is None:
             object.__setattr__(self, "run_id", f"anon-{os.urandom(16).hex()}")
 
-    @property
+    @cached_property
     def key(self) -> tuple[str, str]:
-        """The scope's identity, (thread id, run id): what stores and hooks key a scope's state by."""
+        """The scope's identity, (thread id, run id): what stores and hooks key a scope's state by
+        (made once per scope: every event of the scope reads it)."""
         return (self.thread_id, self.run_id or "")

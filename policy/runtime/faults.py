@@ -21,7 +21,7 @@ from typing import Any, Generic, TypeVar
 
 from policy.model.events import Scope, ToolCall
 from policy.runtime.loops.state import ScopeState
-from policy.stores.memory import Store
+from policy.stores.memory import MemoryStore, Store
 
 log = logging.getLogger("policy.guard")
 
@@ -65,6 +65,8 @@ class GuardedStore:
 
     def __init__(self, store: Store, policy_name: str) -> None:
         self.store = store
+        self.memory = store if type(store) is MemoryStore else None
+        """The store when it is the in-memory one, which cannot fault: its scopes need no fault handling."""
         self._policy_name = policy_name
         self._failing: str | None = None
         self._lock = threading.Lock()
@@ -76,6 +78,8 @@ class GuardedStore:
         stands, only its update of the loop state is lost.  A state the store
         started afresh (unreadable, or too large to keep) is said in the facts.
         """
+        if self.memory is not None:
+            return Stored(self.memory.run(scope, work), {})
         manager = self.store.scope(scope)
         try:
             state = manager.__enter__()
@@ -116,8 +120,17 @@ class GuardedStore:
                         self._policy_name)
 
 
+_FLAT = (str, int, float, type(None))
+"""Argument values that nest nothing (``bool`` is an ``int``)."""
+
+
 def too_deep(call: ToolCall) -> bool:
     """Whether the call's arguments nest lists and objects more than ``MAX_ARG_DEPTH`` deep."""
+    for value in call.args.values():
+        if not isinstance(value, _FLAT):
+            break
+    else:  # flat arguments, the common case: one level deep
+        return False
     stack: list[tuple[Any, int]] = [(call.args, 1)]
     while stack:
         value, depth = stack.pop()

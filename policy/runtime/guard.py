@@ -90,6 +90,7 @@ class Guard:
         self._outputs = output_reader(self.policy)
         self._queues = self.policy.deliver_warnings == "next_request"
         self._files = FileWatch(self.policy, self.read_file, self.workspace, _snapshots(self.store))
+        self._rule_states: dict[str, tuple[RuleRef, dict[str, Any]]] = {}
 
     # --- events -------------------------------------------------------------
 
@@ -97,7 +98,29 @@ class Guard:
         """Loop layers over a batch.  ``stop``: end the run; ``warn`` (without its text, see
         ``render``): delivered with that call's result, or by ``take_warnings``."""
         try:  # inline rather than through ``_guarded``: this runs on every model turn
-            return self._on_turn(calls, scope)
+            if not calls:
+                return ALLOW
+            if len(calls) == 1:  # the common batch: no list to build
+                readable = calls if not too_deep(calls[0]) else ()
+            else:
+                readable = [call for call in calls if not too_deep(call)]
+            if not readable:
+                return Decision(metadata=TOO_DEEP_FACTS)
+
+            def work(state: ScopeState) -> Decision:
+                decision = self._loops.on_turn(state, readable, render=False)
+                if decision.action == "warn" and decision.call_id is not None:
+                    self._keep_warning(state, decision, readable)
+                if decision.action != "stop" and state.files.incomplete:  # files left incomplete: rare
+                    self._files.on_turn(state.files, readable, lambda call_id: _pending(state, call_id))
+                return decision
+
+            memory = self._state.memory
+            if memory is not None:  # straight to the store that cannot fault
+                decision = memory.run(scope, work)
+            else:
+                decision = _settled(self._state.run(scope, work), ALLOW)
+            return decision if len(readable) == len(calls) else _with_facts(decision, TOO_DEEP_FACTS)
         except Exception as err:
             return self._fault("turn", err)
 
@@ -172,30 +195,15 @@ class Guard:
 
     # --- implementation -----------------------------------------------------
 
-    def _on_turn(self, calls: Sequence[ToolCall], scope: Scope) -> Decision:
-        if not calls:
-            return ALLOW
-        readable = [call for call in calls if not too_deep(call)]
-        if not readable:
-            return Decision(metadata=TOO_DEEP_FACTS)
-
-        def work(state: ScopeState) -> Decision:
-            decision = self._loops.on_turn(state, readable, render=False)
-            if decision.action == "warn" and decision.call_id is not None:
-                call = readable[0] if len(readable) == 1 else next(
-                    c for c in readable if c.id == decision.call_id)
-                entry = _stored(decision, call)
-                if self._queues:
-                    _queue(state, entry)
-                else:
-                    _pending(state, decision.call_id)[_WARNING] = entry
-            if decision.action != "stop":
-                self._files.on_turn(state.files, readable, lambda call_id: _pending(state, call_id))
-            return decision
-
-        stored = self._state.run(scope, work)
-        decision = _settled(stored, ALLOW)
-        return decision if len(readable) == len(calls) else _with_facts(decision, TOO_DEEP_FACTS)
+    def _keep_warning(self, state: ScopeState, decision: Decision, calls: Sequence[ToolCall]) -> None:
+        """A turn's unrendered warning, stored for its delivery: queued for the next model request,
+        or pending for its call's result."""
+        call = calls[0] if len(calls) == 1 else next(c for c in calls if c.id == decision.call_id)
+        entry = _stored(decision, call, self._rule_state(decision.rule))
+        if self._queues:
+            _queue(state, entry)
+        else:
+            _pending(state, call.id)[_WARNING] = entry
 
     def _on_call(self, call: ToolCall, scope: Scope) -> Decision:
         """The gate's verdict first, from the call alone; the store only adds loop counting to it."""
@@ -328,6 +336,16 @@ class Guard:
             return ALLOW
         return decision
 
+    def _rule_state(self, rule: RuleRef | None) -> dict[str, Any] | None:
+        """The rule as a store keeps it, made once per rule (a policy's loop rules are few; the
+        stored form is only read back)."""
+        if rule is None:
+            return None
+        cached = self._rule_states.get(rule.name)  # by name: hashing a rule hashes its span too
+        if cached is None or cached[0] is not rule:
+            cached = self._rule_states[rule.name] = (rule, rule.to_state())
+        return cached[1]
+
     def _restore(self, data: dict[str, Any] | None) -> Decision:
         """A stored warning back as a decision, rendered now if it was stored without its text."""
         if not data:
@@ -440,10 +458,10 @@ def _pending(state: ScopeState, call_id: str) -> dict[str, Any]:
     return entry
 
 
-def _stored(decision: Decision, call: ToolCall) -> dict[str, Any]:
-    """A turn's unrendered warning as stored until delivery: the decision and the call it concerns.
-    (A loop decision has no signature or captures, and its metadata is its own fresh dict.)"""
-    rule = decision.rule.to_state() if decision.rule is not None else None
+def _stored(decision: Decision, call: ToolCall, rule: dict[str, Any] | None) -> dict[str, Any]:
+    """A turn's unrendered warning as stored until delivery: the decision, its rule as stored and
+    the call it concerns.  (A loop decision has no signature or captures, and its metadata is its
+    own fresh dict.)"""
     return {"action": decision.action, "rule": rule, "call_id": decision.call_id,
             "metadata": decision.metadata, "tool": call.name, "args": call.args}
 

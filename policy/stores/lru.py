@@ -48,10 +48,12 @@ class LruDict(Generic[K, V]):
 
     def get_or_put(self, key: K, make: Callable[[], V]) -> V:
         """The value for ``key``, storing ``make()`` first when there is none."""
-        value = self.get(key)
-        if value is None:
-            value = make()
-            self.put(key, value)
+        items = self._items
+        if key in items:
+            items.move_to_end(key)
+            return items[key]
+        value = make()
+        self.put(key, value)
         return value
 
     def pop(self, key: K) -> V | None:

@@ -11,12 +11,15 @@ evaluation itself.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from policy.model.events import Scope
 from policy.runtime.loops.state import ScopeState
 from policy.stores.lru import LruDict
+
+T = TypeVar("T")
 
 
 class Store(Protocol):
@@ -65,6 +68,16 @@ class MemoryStore:
     def scope(self, scope: Scope) -> AbstractContextManager[ScopeState]:
         key = scope.key
         return _Checkout(self, key, self._scope_locks[hash(key) % self.LOCK_STRIPES])
+
+    def run(self, scope: Scope, work: Callable[[ScopeState], T]) -> T:
+        """``work(state)`` with exclusive access to the scope's state: ``with self.scope(scope) as
+        state: return work(state)`` without the context manager object (the guard's path for
+        every event)."""
+        key = scope.key
+        with self._scope_locks[hash(key) % self.LOCK_STRIPES]:
+            with self._lru_lock:
+                state = self._states.get_or_put(key, ScopeState)
+            return work(state)
 
     def drop_thread(self, thread_id: str) -> None:
         with self._lru_lock:

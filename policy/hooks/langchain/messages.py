@@ -47,8 +47,7 @@ def policy_metadata(decision: Decision) -> dict[str, Any]:
         "rule": str(decision.rule) if decision.rule else None,
         "signature": decision.signature,
         "captures": dict(decision.captures),
-        "counts": {key: value for key, value in decision.metadata.items()
-                   if isinstance(value, int) and not isinstance(value, bool)},
+        "counts": {key: value for key, value in decision.metadata.items() if type(value) is int},
     }
 
 

@@ -203,7 +203,8 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if message is None or not message.tool_calls:
             return None
         scope = self._node_scope(runtime)
-        decision = self._pending_stop(scope) or self.guard.on_turn(_tool_calls(message), scope)
+        stop = self._pending_stop(scope) if self._stops else None  # no run stopped: the common case
+        decision = stop or self.guard.on_turn(_tool_calls(message), scope)
         if decision.action != "stop":  # the common case: nothing to change in the state
             return None
         return self._stopped(message, decision, scope, runtime.context)
@@ -317,8 +318,10 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def _record_stop(self, scope: Scope, context: Any, decision: Decision) -> None:
         reason = stop_reason(decision)
-        log.info("policy %s stopped run %s of thread %s: %s", self.guard.policy.name, scope.run_id,
-                 scope.thread_id, decision.rule)
+        # The rule that stopped the run logged it at INFO (``policy.loops``): one record per stop,
+        # as DeerFlow makes; which run it ended is a detail for DEBUG.
+        log.debug("policy %s stopped run %s of thread %s: %s", self.guard.policy.name, scope.run_id,
+                  scope.thread_id, decision.rule)
         with self._lock:
             self._stops.put(scope.key, decision)
             self._stop_reasons.put(self.scopes.given_run_id(scope), reason)
@@ -337,11 +340,11 @@ def _last_ai_message(state: Any) -> AIMessage | None:
     if not messages:
         return None
     last = messages[-1]
-    return last if isinstance(last, AIMessage) else None
+    return last if type(last) is AIMessage or isinstance(last, AIMessage) else None
 
 
 def _tool_calls(message: AIMessage) -> list[ToolCall]:
-    return [ToolCall(id=call.get("id") or "", name=call["name"], args=call.get("args") or {})
+    return [ToolCall(call.get("id") or "", call["name"], call.get("args") or {})
             for call in message.tool_calls]
 
 

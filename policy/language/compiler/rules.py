@@ -54,9 +54,21 @@ def _validator(ctx: Context, declaration: Declaration) -> Validator | None:
         return None
     kind_value, *rest = setting.statement.values
     assert isinstance(kind_value, ast.Name)
+    confirm = declaration.settings.get("confirm")
     if kind_value.value != "command":
-        return Validator(kind=kind_value.value)
-    command = rest[0]
+        if confirm is None:
+            return Validator(kind=kind_value.value)
+        checker = _command(ctx, declaration, confirm.statement.values[1])
+        return None if checker is None else Validator(kind=kind_value.value, confirm=checker)
+    if confirm is not None:
+        ctx.report.add("E107", "`confirm` names the language's own checker for a built-in `check`; this "
+                       "gate's check already is a command", confirm.statement.span, "remove `confirm`")
+        return None
+    return _command(ctx, declaration, rest[0])
+
+
+def _command(ctx: Context, declaration: Declaration, command: ast.Value) -> Validator | None:
+    """A command checker (``check command "…"``, ``confirm command "…"``) with the gate's timeout."""
     assert isinstance(command, ast.String)
     timeout = _timeout(ctx, declaration)
     problem = _command_problem(command.value)

@@ -53,7 +53,7 @@ _TOML_LOCATION = re.compile(r"\(at line (\d+), column (\d+)\)$")
 _TOML_AT_END = "(at end of document)"
 
 
-def check_json(text: str, partial: bool) -> Verdict:
+def check_json(text: str, partial: bool, before: str | None = None) -> Verdict:
     """``json.loads``; a document cut off mid-value is incomplete when ``partial``."""
     try:
         _decode_json(text)
@@ -85,7 +85,7 @@ def _json_cut_off(text: str, error: json.JSONDecodeError) -> bool:
     return is_cut_off(text, error.pos, _JSON_SCALAR, "[:,")
 
 
-def check_toml(text: str, partial: bool) -> Verdict:
+def check_toml(text: str, partial: bool, before: str | None = None) -> Verdict:
     """``tomllib.loads``; the location comes from its message (``at line L, column C``)."""
     try:
         tomllib.loads(text)
@@ -125,7 +125,7 @@ def _load_yaml() -> ModuleType | None:
         return None
 
 
-def check_yaml(text: str, partial: bool) -> Verdict:
+def check_yaml(text: str, partial: bool, before: str | None = None) -> Verdict:
     """YAML syntax (every document composed, tags left uninterpreted); needs PyYAML."""
     _yaml = _load_yaml()
     if _yaml is None:

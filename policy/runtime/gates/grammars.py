@@ -11,10 +11,12 @@ from __future__ import annotations
 import importlib
 import re
 import threading
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
-from policy.model.compiled import SYNTAX_TREE_LANGUAGES
+from policy.model.validators import SYNTAX_TREE_LANGUAGES
 
 BLOCK_COMMENT_END = "*/"
 _IMPORT_TYPE = re.compile(rb"\bimport\(\s*(?:\"[^\"\n]*\"|'[^'\n]*')\s*\)")
@@ -32,21 +34,40 @@ class Grammar:
     """The module's function returning the language pointer."""
     tails: tuple[str, ...] = ()
     """Text that may close a string or comment the text ends inside, tried in order."""
-    keywords: frozenset[str] = frozenset()
-    """Tokens that open a block closed by ``keyword_closer`` (Ruby's ``def`` … ``end``)."""
-    keyword_closer: str = "end"
+    keywords: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """A token that opens a block → the one closing it (Ruby's ``def`` … ``end``, shell's ``if`` … ``fi``)."""
     modifier_parents: frozenset[str] = frozenset()
     """Node types under which a keyword does not open a block (``x = 1 if y``)."""
     try_closer: str = ""
     """What a ``try`` block still waiting for its handler is closed with (`` finally {}``)."""
+    fillers: tuple[bytes, ...] = ()
+    """More text tried after an unfinished statement (shell's ``if x`` waiting for its ``then``)."""
+    endings: tuple[bytes, ...] = ()
+    """Text tried after the closers (JavaScript's ``({ a, b = {} })`` waiting for its ``=> body``)."""
     heredoc: re.Pattern[bytes] | None = None
     """An opener whose group 2 is the terminator a heredoc still open at the end waits for."""
-    stand_ins: tuple[re.Pattern[bytes], ...] = ()
-    """Valid constructs the grammar cannot parse, replaced by an identifier of the same length."""
+    stand_ins: tuple[tuple[re.Pattern[bytes], bytes], ...] = ()
+    """Valid constructs the grammar cannot parse and the byte each byte of their group 1 (or of the whole
+    match) becomes: an identifier or separator of the same length."""
+    terminator: str = ""
+    """What ends a statement before a closing ``}`` (``f(a,`` closes as ``f(a,);}``)."""
     conditionals: bool = False
     """C's preprocessor conditionals: one branch of each is parsed (``policy.runtime.gates.preprocessor``)."""
 
 
+_FOR_DO = re.compile(rb"\bfor[ \t]+\w+([ \t])[ \t]*do\b")
+"""``for name do`` (POSIX; no ``in`` list, no ``;``), which tree-sitter-bash 0.25 does not know."""
+_NTH_ARGUMENT = re.compile(rb":nth-(?:last-)?(?:child|of-type)\(([^()\n]*)\)")
+"""``:nth-child(2n-1)``, whose ``An+B`` tree-sitter-css 0.25 does not know."""
+
+_ARROW_BODY = (b" => {}",)
+_TYPE_ARGUMENTS = (b">", b" _>", b">() {}", b"> = _")
+"""A type's argument list still open (``Fn<\n  Date,``): ``<`` is no bracket to the closers."""
+_XML_DECLARATION = re.compile(rb"<\?xml\b[^<>]*\?>")
+"""XHTML's ``<?xml version="1.0"?>``, which tree-sitter-html 0.23 does not know."""
+_ESCAPED_ANGLE = re.compile(rb"&(?:lt|#60|#x3[cC]);[^<>&\n]{0,200}(>)")
+"""A ``>`` in text after an escaped ``<`` (``&#x3C;string>``): valid HTML that tree-sitter-html rejects."""
+_RUBY_BLOCKS = ("def", "class", "module", "do", "begin", "case", "if", "unless", "while", "until", "for")
 _C_LIKE = (BLOCK_COMMENT_END, '"')
 _FINALLY = " finally {}"
 _JS_TAILS = (BLOCK_COMMENT_END, "`", '"', "'")
@@ -54,34 +75,40 @@ _JS_TAILS = (BLOCK_COMMENT_END, "`", '"', "'")
 GRAMMARS: dict[str, Grammar] = {
     grammar.name: grammar
     for grammar in (
-        Grammar("javascript", "tree_sitter_javascript", "language", _JS_TAILS, try_closer=_FINALLY),
+        Grammar("javascript", "tree_sitter_javascript", "language", _JS_TAILS, try_closer=_FINALLY,
+                endings=_ARROW_BODY),
         Grammar("typescript", "tree_sitter_typescript", "language_typescript", _JS_TAILS, try_closer=_FINALLY,
-                stand_ins=(_IMPORT_TYPE,)),
+                endings=_ARROW_BODY, fillers=_TYPE_ARGUMENTS, stand_ins=((_IMPORT_TYPE, b"_"),)),
         Grammar("tsx", "tree_sitter_typescript", "language_tsx", _JS_TAILS, try_closer=_FINALLY,
-                stand_ins=(_IMPORT_TYPE,)),
+                endings=_ARROW_BODY, fillers=_TYPE_ARGUMENTS, stand_ins=((_IMPORT_TYPE, b"_"),)),
         Grammar("go", "tree_sitter_go", "language", (*_C_LIKE, "`")),
-        Grammar("rust", "tree_sitter_rust", "language", (*_C_LIKE, '"#', '"##')),
-        Grammar("java", "tree_sitter_java", "language", (BLOCK_COMMENT_END, '"""', '"'), try_closer=_FINALLY),
-        Grammar("c", "tree_sitter_c", "language", _C_LIKE, conditionals=True),
+        Grammar("rust", "tree_sitter_rust", "language", (*_C_LIKE, '"#', '"##'), terminator=";"),
+        Grammar("java", "tree_sitter_java", "language", (BLOCK_COMMENT_END, '"""', '"'), try_closer=_FINALLY,
+                terminator=";"),
+        Grammar("c", "tree_sitter_c", "language", _C_LIKE, terminator=";", conditionals=True),
         Grammar("cpp", "tree_sitter_cpp", "language", (*_C_LIKE, ')"'), try_closer=" catch (...) {}",
-                conditionals=True),
+                terminator=";", conditionals=True),
         Grammar(
             "ruby", "tree_sitter_ruby", "language", ('"', "'", "`", "\n=end\n"),
-            keywords=frozenset({"def", "class", "module", "do", "begin", "case", "if", "unless", "while",
-                                "until", "for"}),
+            keywords=MappingProxyType(dict.fromkeys(_RUBY_BLOCKS, "end")),
             modifier_parents=frozenset({"if_modifier", "unless_modifier", "while_modifier", "until_modifier",
                                         "rescue_modifier", "conditional"}),
             heredoc=re.compile(rb"<<[~-]?(['\"`]?)([A-Za-z_]\w*)\1"),
         ),
         Grammar("php", "tree_sitter_php", "language_php", (*_C_LIKE, "'"), try_closer=_FINALLY,
-                heredoc=re.compile(rb"<<<[ \t]*(['\"]?)([A-Za-z_]\w*)\1")),
-        Grammar("shell", "tree_sitter_bash", "language", ("'", '"', "`")),
-        Grammar("html", "tree_sitter_html", "language", ("-->", '"', "'", ">")),
-        Grammar("css", "tree_sitter_css", "language", (BLOCK_COMMENT_END, '"', "'")),
+                terminator=";", heredoc=re.compile(rb"<<<[ \t]*(['\"]?)([A-Za-z_]\w*)\1")),
+        Grammar("shell", "tree_sitter_bash", "language", ("'", '"', "`"),
+                keywords=MappingProxyType({"if": "fi", "do": "done", "case": "esac"}),
+                fillers=(b" ; then :", b" ; do :\ndone"),
+                heredoc=re.compile(rb"<<-?[ \t]*(['\"]?)([A-Za-z_]\w*)\1"), stand_ins=((_FOR_DO, b";"),)),
+        Grammar("html", "tree_sitter_html", "language", ("-->", '"', "'", ">"),
+                stand_ins=((_XML_DECLARATION, b" "), (_ESCAPED_ANGLE, b" "))),
+        Grammar("css", "tree_sitter_css", "language", (BLOCK_COMMENT_END, '"', "'"),
+                stand_ins=((_NTH_ARGUMENT, b"2"),)),
     )
 }
 """Every tree-sitter language a gate can name (``check javascript``)."""
-assert tuple(GRAMMARS) == SYNTAX_TREE_LANGUAGES, "model.compiled.SYNTAX_TREE_LANGUAGES names every grammar"
+assert tuple(GRAMMARS) == SYNTAX_TREE_LANGUAGES, "model.validators.SYNTAX_TREE_LANGUAGES names every grammar"
 
 _LANGUAGES: dict[str, Any] = {}
 _LOCK = threading.Lock()

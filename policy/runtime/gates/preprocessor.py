@@ -16,6 +16,16 @@ import re
 
 _DIRECTIVE = re.compile(rb"[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b(.*)")
 _FALSE = re.compile(rb"\s*0\s*(?:/[/*].*)?$")
+_MACRO_NAME = rb"(?:[A-Z][A-Z0-9]*_[A-Za-z0-9_]*|[A-Z][A-Z0-9]+)"
+"""An upper-case name, or one with an underscore starting upper-case (``DECLARE_PEM_rw``)."""
+_MACRO_CALL = re.compile(rb"^[ \t]*(" + _MACRO_NAME + rb"[ \t]*\()", re.MULTILINE)
+_LINE_REST = re.compile(rb"[ \t]*(;?)[ \t]*(?://[^\n]*)?(?:\r?\n|$)\s*(.?)")
+_MACRO_LINE = re.compile(rb"^[ \t]*(" + _MACRO_NAME + rb")[ \t]*$", re.MULTILINE)
+"""A line that is only a macro's name (``FMT_BEGIN_NAMESPACE``)."""
+_CONTINUATION = frozenset(b".-+*/%&|^<>=?:,")
+"""What the line after a macro call without ``;`` may not start with (``ON_CALL(…)\n.Will…``)."""
+_MACRO_SPAN = 4096
+"""The longest macro call blanked, in bytes."""
 
 
 def blank_conditionals(data: bytes) -> bytes:
@@ -71,6 +81,59 @@ def directives_only(data: bytes) -> bytes:
             out.append(line[: found.start(1)] + read_as + padding + line[found.end(1) :])
         continued = line.rstrip(b"\r\n").endswith(b"\\")
     return b"".join(out) + b"\n#endif" * opened + b"\n"
+
+
+def blank_macro_calls(data: bytes) -> bytes:
+    """``data`` with each statement that is only a macro call blanked (``MOCK_METHOD(void, F, ());``: an
+    upper-case name, balanced parentheses, nothing after but a ``;``): the grammar cannot know what the
+    macro expands to, so it finds a ``;`` missing or an argument that is no expression."""
+    out = bytearray(data)
+    for found in _MACRO_CALL.finditer(data):
+        end = _balanced_end(data, found.end() - 1)
+        if end is None:
+            continue
+        rest = _LINE_REST.match(data, end)
+        if rest is None or (not rest.group(1) and rest.group(2) and rest.group(2)[0] in _CONTINUATION):
+            continue
+        _blank_span(out, found.start(1), end)
+    for found in _MACRO_LINE.finditer(data):
+        _blank_span(out, found.start(1), found.end(1))
+    return bytes(out)
+
+
+def _blank_span(out: bytearray, start: int, end: int) -> None:
+    for index in range(start, end):
+        if out[index] not in (10, 13):
+            out[index] = 32
+
+
+def _balanced_end(data: bytes, start: int) -> int | None:
+    """The offset after the ``)`` matching the ``(`` at ``start``, skipping strings and comments."""
+    depth, index, limit = 0, start, min(len(data), start + _MACRO_SPAN)
+    while index < limit:
+        byte = data[index]
+        if byte in b"\"'":
+            close = data.find(bytes([byte]), index + 1, limit)
+            while close > 0 and data[close - 1] == 92 and data[close - 2] != 92:
+                close = data.find(bytes([byte]), close + 1, limit)
+            if close < 0:
+                return None
+            index = close
+        elif data.startswith(b"/*", index):
+            close = data.find(b"*/", index + 2, limit)
+            if close < 0:
+                return None
+            index = close + 1
+        elif byte == 40:
+            depth += 1
+        elif byte == 41:
+            depth -= 1
+            if depth == 0:
+                return index + 1
+        elif byte in b";{}":
+            return None
+        index += 1
+    return None
 
 
 def _blank(line: bytes) -> bytes:

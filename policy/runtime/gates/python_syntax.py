@@ -39,7 +39,7 @@ _FAIL_FAST: int = getattr(codeop, "PyCF_ALLOW_INCOMPLETE_INPUT", 0)
 _WARNINGS_LOCK = threading.Lock()
 
 
-def check_python(text: str, partial: bool) -> Verdict:
+def check_python(text: str, partial: bool, before: str | None = None) -> Verdict:
     """``ast.parse`` (the running Python's grammar); with ``partial``, an incomplete prefix is allowed."""
     source = text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
     try:

@@ -23,16 +23,23 @@ with an error.  What each grammar can and cannot see is in docs/language.md.
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from policy.runtime.gates.grammars import GRAMMARS, Grammar, GrammarUnavailable, parser
-from policy.runtime.gates.preprocessor import blank_conditionals, directives_only
+from policy.runtime.gates.preprocessor import blank_conditionals, blank_macro_calls, directives_only
 from policy.runtime.gates.problems import INCOMPLETE, VALID, Problem, Verdict, invalid, unavailable
 
 _OPENERS = {"(": ")", "[": "]", "{": "}", "${": "}", "#{": "}", "$(": ")", "$((": "))", "{$": "}"}
 _CLOSERS = frozenset({")", "]", "}", "))"})
+_OPENING_TAGS = ("jsx_opening_element", "start_tag")
+_TAGS = (*_OPENING_TAGS, "jsx_closing_element", "end_tag")
+"""The tags whose closing ``>`` opens or closes an element (JSX, HTML)."""
+_VOID_ELEMENTS = frozenset(f"</{name}>" for name in (
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"))
 _TRY = "try"
 """On the closer stack: a ``try`` whose block closed but whose handler has not come yet."""
 FILLERS = (b" _", b" _;", b" : _", b" {}")
@@ -79,7 +86,7 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> 
     if grammar.conditionals:
         conditions = [site for site in error_sites(tree_parser.parse(directives_only(data)))
                       if site.start < len(data)]
-        data = blank_conditionals(data)
+        data = blank_macro_calls(blank_conditionals(data))
     if grammar.stand_ins or grammar.conditionals:
         data = _stand_in(data, grammar)
         tree = tree_parser.parse(data)
@@ -100,8 +107,10 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> 
 def _completions(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any) -> Iterator[tuple[Any, bool]]:
     """Trees of the text with what is open at the end closed; True: a tail closed a string or comment."""
     close = closers(tree, grammar)
-    for filler in (b"", *FILLERS):
+    for filler in (b"", *FILLERS, *grammar.fillers):
         yield tree_parser.parse(data + filler + close), False
+    for ending in grammar.endings:
+        yield tree_parser.parse(data + close + ending), False
     for tail in grammar.tails:
         with_tail = data + tail.encode()
         tail_tree = tree_parser.parse(with_tail)
@@ -169,32 +178,58 @@ def closers(tree: Any, grammar: Grammar) -> bytes:
         while not cursor.goto_next_sibling():
             if not cursor.goto_parent():
                 separator = "\n" if grammar.keywords else ""
-                entries = (grammar.try_closer if entry == _TRY else entry for entry in reversed(stack))
+                entries = [grammar.try_closer if entry == _TRY else entry for entry in reversed(stack)]
+                if grammar.terminator:
+                    entries = [grammar.terminator + entry if entry == "}" and index and entries[index - 1] in
+                               (")", "]") else entry for index, entry in enumerate(entries)]
                 text = separator.join(entries)
                 return (separator + text).encode() if stack else b""
 
 
 def _track(stack: list[str], node: Any, grammar: Grammar) -> None:
     kind = node.type
-    if kind == _TRY and grammar.try_closer:
+    parent = node.parent
+    if kind == ">" and parent is not None and parent.type in _TAGS:
+        tag = _end_tag(parent)
+        if parent.type in _OPENING_TAGS:
+            if tag not in _VOID_ELEMENTS:
+                stack.append(tag)
+        elif tag in stack:
+            while stack.pop() != tag:
+                pass
+    elif kind == _TRY and grammar.try_closer:
         stack.append(_TRY)
     elif kind in ("catch", "finally") and stack and stack[-1] == _TRY:
         stack.pop()
     elif kind in _OPENERS:
         stack.append(_OPENERS[kind])
-    elif kind in _CLOSERS or (grammar.keywords and kind == grammar.keyword_closer):
+    elif kind in _CLOSERS or kind in grammar.keywords.values():
         if kind in stack:
             while stack.pop() != kind:
                 pass
-    elif kind in grammar.keywords and not (node.parent is not None
-                                           and node.parent.type in grammar.modifier_parents):
-        stack.append(grammar.keyword_closer)
+    elif kind in grammar.keywords and not (parent is not None and parent.type in grammar.modifier_parents):
+        stack.append(grammar.keywords[kind])
+
+
+def _end_tag(tag: Any) -> str:
+    """``</name>`` for an HTML or JSX tag (``</>`` for a JSX fragment)."""
+    name = tag.child_by_field_name("name")
+    if name is None:
+        name = next((child for child in tag.children if child.type == "tag_name"), None)
+    return f"</{name.text.decode('utf-8', 'replace').lower() if name is not None else ''}>"
 
 
 def _stand_in(data: bytes, grammar: Grammar) -> bytes:
-    for pattern in grammar.stand_ins:
-        data = pattern.sub(lambda found: b"_" * len(found.group()), data)
+    for pattern, fill in grammar.stand_ins:
+        data = pattern.sub(functools.partial(_filled, fill), data)
     return data
+
+
+def _filled(fill: bytes, found: re.Match[bytes]) -> bytes:
+    """The match with its group 1 (or all of it) replaced byte for byte by ``fill``."""
+    group = 1 if found.re.groups else 0
+    text, start, end = found.group(), found.start(group) - found.start(), found.end(group) - found.start()
+    return text[:start] + fill * (end - start) + text[end:]
 
 
 def _introduced(tree_parser: Any, grammar: Grammar, old: bytes, data: bytes, sites: list[Site],

@@ -58,8 +58,17 @@ class LoopDetector:
         it is delivered."""
         if not calls:
             return ALLOW
-        keys = [self.keys.call_key(call) for call in calls]
-        _remember_keys(state.open_calls, calls, keys)
+        call_key = self.keys.call_key
+        open_calls = state.open_calls  # each call's key, until its result arrives
+        if len(calls) == 1:  # the common batch
+            keys = [call_key(calls[0])]
+            open_calls[calls[0].id] = keys[0]
+        else:
+            keys = [call_key(call) for call in calls]
+            for call, key in zip(calls, keys, strict=True):
+                open_calls[call.id] = key
+        if len(open_calls) > MAX_OPEN_CALLS:  # results that never came age out
+            drop_oldest(open_calls, MAX_OPEN_CALLS)
         states = state.layers
         selected: Finding | None = None
         for index, on_turn in self._turn_steps:
@@ -135,9 +144,3 @@ class LoopDetector:
         return Decision(action=finding.action, rule=finding.ref, hint=hint, call_id=finding.call.id,
                         metadata=metadata)
 
-
-def _remember_keys(open_calls: dict[str, str], calls: Sequence[ToolCall], keys: list[str]) -> None:
-    """Keep each call's key until its result arrives (a result that never comes ages out)."""
-    for call, key in zip(calls, keys, strict=True):
-        open_calls[call.id] = key
-    drop_oldest(open_calls, MAX_OPEN_CALLS)

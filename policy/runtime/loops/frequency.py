@@ -65,6 +65,8 @@ class FrequencyLayer(Layer[FrequencyState]):
     ) -> Finding | None:
         """Count each call in the model's order: a stop ends the count at once; else the first
         warning candidate, or None."""
+        if len(calls) == 1:
+            return self.on_call(state, calls[0])
         selected = None
         on_call = self.on_call
         for call in calls:
@@ -83,7 +85,10 @@ class FrequencyLayer(Layer[FrequencyState]):
 
     def on_call(self, state: FrequencyState, call: ToolCall) -> Finding | None:
         """Count one call; a stop, an unmarked warning candidate, or None."""
-        slot = _slot(state, call.name)
+        try:  # a tool already in the window (the common case), else a slot for it
+            slot = chr(state.tools.index(call.name))
+        except ValueError:
+            slot = _slot(state, call.name)
         window = state.window + slot
         overflow = len(window) - self.window
         if overflow > 0:
@@ -95,7 +100,7 @@ class FrequencyLayer(Layer[FrequencyState]):
             state.window = window
 
         count = window.count(slot)
-        warn, stop = self.limits(call.name)
+        warn, stop = self._limits.get(call.name, self._default)
         if count >= stop:
             return self._finding("stop", call, count, warn, stop)
         if count >= warn and slot not in state.warned:

@@ -36,7 +36,7 @@ _UNDECLARED = "\0"
 class KeyRecipe:
     """How one tool's arguments become its key."""
 
-    only: tuple[str, ...] | None = None
+    only: frozenset[str] | None = None
     """``key`` arguments: only these form the key (all arguments when none of them is present)."""
     ignored: frozenset[str] = frozenset()
     """``ignore`` arguments: left out of the key."""
@@ -50,11 +50,15 @@ class KeyRecipe:
         line_range = None
         if spec.role == "read" and any(field in spec.args for field in ("start", "end", "limit")):
             line_range = (spec.args.get("start"), spec.args.get("end"), spec.args.get("limit"))
-        return cls(spec.key_args, spec.ignore_args, line_range)
+        only = frozenset(spec.key_args) if spec.key_args is not None else None
+        return cls(only, spec.ignore_args, line_range)
 
     def key(self, call: ToolCall) -> str:
         args: Mapping[str, Any] = call.args
-        selected = {name: args[name] for name in self.only if name in args} if self.only is not None else None
+        # The selected arguments in the call's order (the key's JSON sorts them): a call has
+        # fewer arguments than a policy names key arguments.
+        only = self.only
+        selected = {name: value for name, value in args.items() if name in only} if only is not None else None
         if selected:
             args = selected
         elif self.ignored and not self.ignored.isdisjoint(args):
@@ -63,7 +67,10 @@ class KeyRecipe:
                 args.pop(name, None)
         if self.line_range is not None:
             args = _with_line_buckets(args, call.args, *self.line_range)
-        text = stable_json(args)
+        try:
+            text = compact(args)
+        except (TypeError, ValueError, RecursionError):
+            text = stable_json(args)
         if len(text) + len(call.name) >= MAX_KEY_LENGTH:
             text = "#" + hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
         return f"{call.name} {text}"

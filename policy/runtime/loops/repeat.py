@@ -109,7 +109,7 @@ class RepeatLayer(Layer[RepeatState]):
         self, state: RepeatState, calls: Sequence[ToolCall], call_keys: Sequence[str]
     ) -> Finding | None:
         """Count the batch (its calls and their keys); a stop, an unmarked warning candidate, or None."""
-        key = fingerprint(batch_key(call_keys))
+        key = fingerprint(call_keys[0] if len(call_keys) == 1 else batch_key(call_keys))
         state.turns += 1
         keys = state.keys + key
         results = state.results + TOMBSTONE
@@ -228,16 +228,20 @@ def _aligned(keys: bytes, key: bytes, end: int) -> list[int]:
 
 def _same_result(state: RepeatState, key: bytes) -> bool:
     """Did the batch's known results in the window, at least two, all come out the same?"""
-    results = state.results
+    keys, results = state.keys, state.results
     first, known = None, 0
-    for offset in _aligned(state.keys, key, len(state.keys)):
-        if results.startswith(TOMBSTONE, offset):  # compared in place: no slice per entry
+    offset = keys.find(key)
+    while offset >= 0:  # the entries equal to ``key`` (``_aligned``, in one pass)
+        if offset % DIGEST:  # straddles two entries
+            offset = keys.find(key, offset + 1)
             continue
-        if first is None:
-            first = results[offset : offset + DIGEST]
-        elif not results.startswith(first, offset):
-            return False
-        known += 1
+        if not results.startswith(TOMBSTONE, offset):  # compared in place: no slice per entry
+            if first is None:
+                first = results[offset : offset + DIGEST]
+            elif not results.startswith(first, offset):
+                return False
+            known += 1
+        offset = keys.find(key, offset + DIGEST)
     return known >= 2
 
 
@@ -273,7 +277,16 @@ def _tombstone_through(state: RepeatState, turn: int) -> None:
 
 def _forget_absent(state: RepeatState) -> None:
     """A warning mark lasts while its batch still counts in the window."""
-    state.warned = [key for key in state.warned if _aligned(state.keys, key, len(state.keys))]
+    keys = state.keys
+    state.warned = [key for key in state.warned if _present(keys, key)]
+
+
+def _present(keys: bytes, key: bytes) -> bool:
+    """Is ``key`` one of the entries (not only bytes straddling two)?"""
+    offset = keys.find(key)
+    while offset % DIGEST and offset >= 0:
+        offset = keys.find(key, offset + 1)
+    return offset >= 0
 
 
 def _drop_stale(state: RepeatState) -> None:
