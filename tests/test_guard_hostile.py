@@ -98,7 +98,8 @@ def test_the_hook_answers_a_deeply_nested_event_without_a_traceback(tmp_path: Pa
              f'{{"file_path": "a.py", "content": "x", "extra": {deep}}}}}')
     done = subprocess.run([sys.executable, "-m", "cli", "hook", "claude-code"], input=event,
                           capture_output=True, text=True, cwd=ROOT,
-                          env={**os.environ, "XDG_STATE_HOME": str(tmp_path)}, timeout=120)
+                          env={**os.environ, "XDG_STATE_HOME": str(tmp_path), "POLICYCTL_HOOK_RESIDENT": "0"},
+                          timeout=120)  # answered in this process: no resident left in the user's folders
     assert done.returncode == 0
     assert "Traceback" not in done.stderr and "too deeply" in done.stderr
 
