@@ -153,7 +153,7 @@ def measure_memory(root: Path) -> None:
           f"(the path tuple and the packed stats; its {names / 1024:.0f} KiB of path strings are "
           f"the folder cache's); "
           f"workspace and snapshot together {held / 1024:.0f} KiB, watching {workspace.watching}; "
-          f"stored as JSON {len(str(snapshot.to_json())) / 1024:.0f} KiB")
+          f"stored beside the loop state {len(snapshot.to_bytes()) / 1024:.0f} KiB")
 
 
 def measure_cases() -> bool:
