@@ -22,9 +22,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
+
+from bench_gate import best_of  # the Python gate's bench, beside this script: the same interleaved timing
 
 from policy.language.loader import load_policy
 from policy.model.events import ToolCall
@@ -88,16 +88,6 @@ def real_code(language: str, size: int) -> str | None:
             if total >= size:
                 return joined
     return "".join(parts) if total >= size // 2 else None
-
-
-def best_of(rounds: int, *tasks: Callable[[], object]) -> list[float]:
-    best = [float("inf")] * len(tasks)
-    for _ in range(rounds):
-        for index, task in enumerate(tasks):
-            start = time.perf_counter()
-            task()
-            best[index] = min(best[index], time.perf_counter() - start)
-    return best
 
 
 def all_gates_policy(folder: str) -> Path:
