@@ -128,6 +128,8 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     ("php", "<?php\nfunction f() {\n  $e = g(substr($a, 1),\n"),   # arguments, then `;` before `}`
     ("php", "<?php\nclass A {\n  public function g()\n"),         # a finished line that needs a body
     ("php", "<?php\nfunction f() {\n  do {\n    $x = g($x);\n"),      # a `do` block waiting for `while`
+    ("php", "<?php\nfunction f() {\n  $t = $a ? $b['c']\n"),            # `;` before the `}`
+    ("php", "<?php\nfunction f() {\n  $log = \"\n---- OUT\n$out\n"),     # a string, then `;` before the `}`
     ("java", "class A {\n  void f() {\n    do {\n      x++;\n"),
     ("typescript", "try {\n  do {\n    x++;\n  } while (x < 3);\n  do {\n"),  # `while`, `finally`
     ("ruby", "def f\n  [1, 2].map do |x| x end\n"),                 # a finished line that ends in `end`
@@ -163,6 +165,8 @@ def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str
 @pytest.mark.parametrize(("language", "text", "broken"), [
     ("shell", "for file do\n  echo \"$file\"\ndone\n", "for file do\n  echo )\ndone\n"),  # POSIX for-do
     ("css", "tr:nth-child(2n-1) td { color: red }\n", "tr:nth-child(2n-1) td { top: 0;; }\nb { x: 0 }\n"),
+    ("php", '<?php\n$s = "<e>$p[extends]</e>";\n$u = 2;\n',                 # a bare key that is a keyword
+     '<?php\n$s = "<e>$p[extends]</e>";\n$t = (1;\n$u = 2;\n'),
     ("html", '<?xml version="1.0"?>\n<html><body><p>&#x3C;string></p></body></html>\n',
      '<?xml version="1.0"?>\n<html><body><p>&#x3C;string></p\n<p>x</p></body></html>\n'),
     ("c", "DECLARE_PEM_rw(CMS, CMS_ContentInfo)\nint f(void);\n",            # a macro call with no `;`

@@ -66,6 +66,9 @@ _JS_ENDINGS = (b" => {}", b" from ''")
 ``from``."""
 _TYPE_ARGUMENTS = (b">", b" _>", b">() {}", b"> = _")
 """A type's argument list still open (``Fn<\n  Date,``): ``<`` is no bracket to the closers."""
+_PHP_STRING_KEY = re.compile(rb"\$[A-Za-z_]\w*\[([A-Za-z_]\w*)\]")
+"""``"$frame[class]"``: an array key written bare in a string, which tree-sitter-php 0.25 rejects when it is
+a keyword."""
 _XML_DECLARATION = re.compile(rb"<\?xml\b[^<>]*\?>")
 """XHTML's ``<?xml version="1.0"?>``, which tree-sitter-html 0.23 does not know."""
 _ESCAPED_ANGLE = re.compile(rb"&(?:lt|#60|#x3[cC]);[^<>&\n]{0,200}(>)")
@@ -105,7 +108,8 @@ GRAMMARS: dict[str, Grammar] = {
             heredoc=re.compile(rb"<<[~-]?(['\"`]?)([A-Za-z_]\w*)\1"),
         ),
         Grammar("php", "tree_sitter_php", "language_php", (*_C_LIKE, "'"), followers=_FOLLOWERS,
-                terminator=";", heredoc=re.compile(rb"<<<[ \t]*(['\"]?)([A-Za-z_]\w*)\1")),
+                terminator=";", heredoc=re.compile(rb"<<<[ \t]*(['\"]?)([A-Za-z_]\w*)\1"),
+                stand_ins=((_PHP_STRING_KEY, b"k"),)),
         Grammar("shell", "tree_sitter_bash", "language", ("'", '"', "`"),
                 keywords=MappingProxyType({"if": "fi", "do": "done", "case": "esac"}),
                 fillers=(b" ; then :", b" ; do :\ndone"),
