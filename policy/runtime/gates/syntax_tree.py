@@ -226,6 +226,11 @@ def _track(stack: list[str], node: Any, grammar: Grammar) -> None:
         stack.append(kind)  # a ``try`` or ``do`` whose block has not been followed by its keyword yet
     elif stack and stack[-1] in grammar.followers and kind in grammar.followers[stack[-1]][0]:
         stack.pop()
+    elif kind in grammar.quotes:
+        if stack and stack[-1] == kind:
+            stack.pop()
+        else:
+            stack.append(kind)
     elif kind in _OPENERS:
         stack.append(_OPENERS[kind])
     elif kind in _CLOSERS or kind in grammar.keywords.values():
@@ -273,7 +278,7 @@ def _introduced(tree_parser: Any, grammar: Grammar, old: bytes, data: bytes, sit
     shift = len(data) - len(old)
     lines = set()
     for site in previous:
-        if site.end <= prefix:
+        if site.start < prefix:  # before the edit (an error spanning it starts on the same line)
             lines.add(data.count(b"\n", 0, site.start))
         elif site.start >= len(old) - suffix:
             lines.add(data.count(b"\n", 0, site.start + shift))
