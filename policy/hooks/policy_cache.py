@@ -15,7 +15,10 @@ here only unpickles it.  An entry is used only when
   Nothing is unpickled before the HMAC checks out, and even then only
   policyctl's own classes (and a handful of builtins) may be rebuilt.
 
-A missing, stale, foreign or corrupt entry is simply compiled again.
+A missing, stale, foreign or corrupt entry is simply compiled again.  Each
+new entry prunes the folder: entries not written for ``MAX_AGE_DAYS`` go,
+and of the rest only the ``MAX_ENTRIES`` written last stay (every edit or
+upgrade of policyctl writes new ones).
 """
 
 from __future__ import annotations
@@ -45,6 +48,14 @@ _KEY_BYTES = 32
 _MAC_BYTES = hashlib.sha256().digest_size
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 _ALLOWED_BUILTINS = frozenset({"frozenset", "set", "tuple", "list", "dict", "getattr"})
+
+MAX_ENTRIES = 32
+"""Entries the folder keeps (the newest): a user's policies, times the policyctl versions in use."""
+MAX_AGE_DAYS = 30
+"""An entry not written for this long is removed (one still in use is compiled again once)."""
+_ENTRY_SUFFIX = ".pickle"
+_TEMPORARY_AGE_SECONDS = 3600
+"""A half-written entry (its writer was killed) older than this is removed."""
 
 Dependencies = tuple[tuple[str, str | None], ...]
 """(path, SHA-256 of its content, or None: the file must not exist)."""
@@ -147,7 +158,7 @@ class PolicyCache:
         """The compiled policy ``source`` names, from the cache when its entry is still true;
         raises ``PolicyError``/``OSError`` as ``load_policy`` does."""
         folder = self._private_folder()
-        entry = folder / f"{self._entry_name(source)}.pickle" if folder is not None else None
+        entry = folder / f"{self._entry_name(source)}{_ENTRY_SUFFIX}" if folder is not None else None
         if entry is not None and folder is not None:
             cached = self._read(folder, entry)
             if cached is not None and unchanged(cached[1]):
@@ -159,6 +170,7 @@ class PolicyCache:
         if entry is not None and folder is not None:
             with contextlib.suppress(OSError, pickle.PicklingError, TypeError, AttributeError):
                 self._write(folder, entry, policy, deps)
+            prune(folder, keep=entry)
         return policy, deps
 
     # --- implementation ---------------------------------------------------------
@@ -214,6 +226,31 @@ class PolicyCache:
             os.replace(temporary, entry)
         finally:
             temporary.unlink(missing_ok=True)
+
+
+def prune(folder: Path, keep: Path, max_entries: int = MAX_ENTRIES,
+          max_age_days: float = MAX_AGE_DAYS) -> None:
+    """Remove the entries of ``folder`` (never ``keep``, never the key) not written for
+    ``max_age_days``, then all but the ``max_entries`` written last, and half-written ones."""
+    now = time.time()
+    entries: list[tuple[float, str]] = []
+    with contextlib.suppress(OSError), os.scandir(folder) as listing:
+        for item in listing:
+            with contextlib.suppress(OSError):
+                info = item.stat(follow_symlinks=False)
+                if not stat.S_ISREG(info.st_mode) or item.path == str(keep):
+                    continue
+                if item.name.startswith(".") and item.name.endswith(".tmp"):
+                    if now - info.st_mtime > _TEMPORARY_AGE_SECONDS:
+                        os.unlink(item.path)
+                elif item.name.endswith(_ENTRY_SUFFIX):
+                    entries.append((info.st_mtime, item.path))
+    entries.sort(reverse=True)
+    kept = max(max_entries - 1, 0)  # ``keep`` is one of them
+    for number, (written, path) in enumerate(entries):
+        if number >= kept or now - written > max_age_days * 86400:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
 
 
 def _private(info: os.stat_result) -> bool:
