@@ -280,10 +280,9 @@ def _read_only(mapping: dict[str, Any]) -> Mapping[str, Any]:
 
 
 class _PolicyPickler(pickle.Pickler):
-    """Pickles dataclasses through their constructor (so derived fields, compiled matchers and
-    cached templates are rebuilt, not stored), hint templates with their compiled code (so
-    rendering one needs no Jinja2 parse), read-only mappings as mappings, RE2 patterns as
-    their source."""
+    """Pickles dataclasses through their constructor (so derived fields, compiled patterns and
+    cached templates are rebuilt when first used, not stored), hint templates with their
+    compiled code (so rendering one needs no Jinja2 parse), read-only mappings as mappings."""
 
     def reducer_override(self, obj: Any) -> Any:
         if isinstance(obj, HintTemplate) and obj.code is None:
@@ -293,31 +292,14 @@ class _PolicyPickler(pickle.Pickler):
         if is_dataclass(obj) and not isinstance(obj, type):
             values = tuple(getattr(obj, f.name) for f in fields(obj) if f.init)
             return _rebuild, (type(obj), values)
-        if type(obj).__module__ == "re2" and hasattr(obj, "pattern") and hasattr(obj, "options"):
-            return _compile_re2, (obj.pattern, _options_dict(obj.options))
         return NotImplemented
-
-
-def _options_dict(options: Any) -> dict[str, Any]:
-    names = [name for name in dir(options) if not name.startswith("_")]
-    return {name: getattr(options, name) for name in names if isinstance(getattr(options, name), bool | int)}
-
-
-def _compile_re2(pattern: Any, options: dict[str, Any]) -> Any:
-    import re2
-
-    compiled_options = re2.Options()
-    for name, value in options.items():
-        with contextlib.suppress(AttributeError, TypeError):
-            setattr(compiled_options, name, value)
-    return re2.compile(pattern, compiled_options)
 
 
 class _PolicyUnpickler(pickle.Unpickler):
     """Rebuilds only policyctl's classes and a few builtins."""
 
     def find_class(self, module: str, name: str) -> Any:
-        if module == __name__ and name in ("_rebuild", "_read_only", "_compile_re2"):
+        if module == __name__ and name in ("_rebuild", "_read_only"):
             return globals()[name]
         if module == "builtins" and name in _ALLOWED_BUILTINS:
             return super().find_class(module, name)
