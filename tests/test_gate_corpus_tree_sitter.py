@@ -49,13 +49,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gate_sandbox import Sandbox
 
 from policy.language.loader import load_policy
 from policy.model.compiled import CompiledPolicy
 from policy.model.decision import Decision
-from policy.model.events import ToolCall
 from policy.model.validators import SYNTAX_TREE_LANGUAGES
-from policy.runtime.gates import check_write, file_effect
 from policy.runtime.gates.grammars import parser
 
 pytestmark = pytest.mark.slow
@@ -231,28 +230,6 @@ def gate_policy() -> CompiledPolicy:
     return load_policy(path)
 
 
-class Sandbox:
-    """An in-memory file system that allowed writes change and blocked ones do not."""
-
-    def __init__(self) -> None:
-        self.files: dict[str, str] = {}
-        self.calls = 0
-
-    def call(self, name: str, args: dict[str, Any]) -> Decision:
-        self.calls += 1
-        policy = gate_policy()
-        call = ToolCall(id=f"c{self.calls}", name=name, args=args)
-        decision = check_write(policy, call, self.files.get)
-        if decision.action != "block":
-            effect = file_effect(policy.tool(name), call.args, self.files.get)
-            if effect is not None:
-                self.files[effect.path] = effect.after
-        return decision
-
-    def write(self, path: str, content: str, append: bool) -> Decision:
-        return self.call("write_file", {"path": path, "content": content, "append": append})
-
-
 def _where(decision: Decision) -> str:
     meta = decision.metadata
     return f"line {meta.get('line')}, column {meta.get('column')}: {meta.get('message')}"
@@ -263,6 +240,13 @@ class ChunkRun:
     checks: int = 0
     unparseable: bool = False
     blocked: list[str] = field(default_factory=list)
+
+
+def _seed(file: str) -> str:
+    """What picks a file's chunk windows: its path, an npm file's relative to the packages' folder, so every
+    checkout writes the same windows."""
+    path = Path(file)
+    return str(path.relative_to(NPM)) if path.is_relative_to(NPM) else file
 
 
 def chunk_plans(lines: int, seed: str) -> Iterator[list[int]]:
@@ -282,8 +266,8 @@ def write_in_chunks(language: str, file: str) -> ChunkRun:
     lines = text.splitlines(keepends=True)
     target = f"module.{EXTENSION[language]}"
     run = ChunkRun(unparseable=parser(language).parse(text.encode()).root_node.has_error)
-    for ends in chunk_plans(len(lines), file):
-        sandbox, written = Sandbox(), 0
+    for ends in chunk_plans(len(lines), _seed(file)):
+        sandbox, written = Sandbox(gate_policy()), 0
         for index, end in enumerate(ends):
             start = 0 if index == 0 else written
             decision = sandbox.write(target, "".join(lines[start:end]), append=index > 0)
@@ -294,7 +278,7 @@ def write_in_chunks(language: str, file: str) -> ChunkRun:
             written = end
     middle = text.find("\n\n", len(text) // 2)
     if middle >= 0:
-        sandbox = Sandbox()
+        sandbox = Sandbox(gate_policy())
         sandbox.files[target] = text
         decision = sandbox.call("str_replace", {"path": target, "old_str": text[middle - 40 : middle + 2],
                                                 "new_str": text[middle - 40 : middle + 2] + "\n"})
@@ -384,7 +368,7 @@ def inject_errors(language: str, file: str) -> InjectionRun:
                 after = mutated[:cut]
                 if closer and _extendable(grammar_parser, tree, data, mutated, end, starts[last], closer):
                     continue  # text after the chunk could still close it: not an error yet
-                sandbox = Sandbox()
+                sandbox = Sandbox(gate_policy())
                 sandbox.files[target] = data[: starts[first]].decode()
                 decision = sandbox.write(target, after[starts[first] :].decode("utf-8", "surrogateescape"),
                                          append=True)

@@ -127,6 +127,8 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     ("html", "<html>\n<head>\n<style>\na { color: red }\n"),       # raw text still open
     ("php", "<?php\nfunction f() {\n  $e = g(substr($a, 1),\n"),   # arguments, then `;` before `}`
     ("c", "#ifndef A_H\n#define A_H\n#ifdef __cplusplus\nextern \"C\" {\n#endif\nint f(void);\n"),
+    ("javascript", "import { a } from './a'\nimport {\n  b,\n"),   # an import list, `from` still to come
+    ("tsx", "import type {\n  DefaultError,\n  InfiniteData,\n"),
 ])
 def test_incomplete_prefixes_of_other_languages(language: str, prefix: str, policy: CompiledPolicy) -> None:
     assert write(policy, f"m.{EXTENSIONS[language]}", prefix).metadata.get("incomplete") is True

@@ -149,7 +149,7 @@ def test_an_unreadable_state_starts_afresh(client: Redis, caplog: pytest.LogCapt
     store = RedisStore(client)
     scope = Scope("t", "r")
     client.set(store.state_key(scope), b"\xff not json")
-    with caplog.at_level(logging.WARNING, logger="policy.redis_store"), store.scope(scope) as state:
+    with caplog.at_level(logging.WARNING, logger="policy.stores"), store.scope(scope) as state:
         assert state == ScopeState()
     assert "discarding unreadable state" in caplog.text
 
@@ -290,7 +290,7 @@ def test_a_restart_without_persistence_is_logged_once_for_each_scope_that_lost_i
         assert [guard.on_turn([REPEATED], scope).action for _ in range(2)] == ["allow", "allow"]
     restartable_redis.restart()
     _answering(store.client)
-    with caplog.at_level(logging.WARNING, logger="policy.redis_store"):
+    with caplog.at_level(logging.WARNING, logger="policy.stores"):
         assert guard.on_turn([REPEATED], first).action == "allow"  # the third repeat: counted afresh
         assert guard.on_turn([REPEATED], first).action == "allow"
         assert guard.on_turn([REPEATED], untouched).action == "allow"
@@ -309,7 +309,7 @@ def test_a_scope_started_afresh_by_another_worker_after_a_loss_is_noticed_too(
         with store.scope(scope) as state:
             state.pending["c"] = {}
     client.delete(one.state_key(scope))  # evicted, say: the prefix's epoch stays
-    with caplog.at_level(logging.WARNING, logger="policy.redis_store"):
+    with caplog.at_level(logging.WARNING, logger="policy.stores"):
         with other.scope(scope) as state:
             assert state.pending == {}
             state.pending["d"] = {}
@@ -327,7 +327,7 @@ def test_a_dropped_or_expired_scope_is_not_a_loss(client: Redis, redis_port: int
             state.pending["c"] = {}
     other.drop_thread("dropped")
     time.sleep(1.1)
-    with caplog.at_level(logging.WARNING, logger="policy.redis_store"):
+    with caplog.at_level(logging.WARNING, logger="policy.stores"):
         for scope in (dropped, expired):
             with one.scope(scope) as state:
                 assert state.pending == {}

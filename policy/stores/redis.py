@@ -56,7 +56,7 @@ from policy.stores.lru import LruDict
 if TYPE_CHECKING:
     import redis
 
-log = logging.getLogger("policy.redis_store")
+log = logging.getLogger("policy.stores")
 
 _RELEASE = """
 if redis.call('get', KEYS[1]) == ARGV[1] then

@@ -60,7 +60,9 @@ _FOR_DO = re.compile(rb"\bfor[ \t]+\w+([ \t])[ \t]*do\b")
 _NTH_ARGUMENT = re.compile(rb":nth-(?:last-)?(?:child|of-type)\(([^()\n]*)\)")
 """``:nth-child(2n-1)``, whose ``An+B`` tree-sitter-css 0.25 does not know."""
 
-_ARROW_BODY = (b" => {}",)
+_JS_ENDINGS = (b" => {}", b" from ''")
+"""An arrow function's parameters waiting for ``=> body``; an import list (``import {\n  A,``) waiting for
+``from``."""
 _TYPE_ARGUMENTS = (b">", b" _>", b">() {}", b"> = _")
 """A type's argument list still open (``Fn<\n  Date,``): ``<`` is no bracket to the closers."""
 _XML_DECLARATION = re.compile(rb"<\?xml\b[^<>]*\?>")
@@ -76,11 +78,11 @@ GRAMMARS: dict[str, Grammar] = {
     grammar.name: grammar
     for grammar in (
         Grammar("javascript", "tree_sitter_javascript", "language", _JS_TAILS, try_closer=_FINALLY,
-                endings=_ARROW_BODY),
+                endings=_JS_ENDINGS),
         Grammar("typescript", "tree_sitter_typescript", "language_typescript", _JS_TAILS, try_closer=_FINALLY,
-                endings=_ARROW_BODY, fillers=_TYPE_ARGUMENTS, stand_ins=((_IMPORT_TYPE, b"_"),)),
+                endings=_JS_ENDINGS, fillers=_TYPE_ARGUMENTS, stand_ins=((_IMPORT_TYPE, b"_"),)),
         Grammar("tsx", "tree_sitter_typescript", "language_tsx", _JS_TAILS, try_closer=_FINALLY,
-                endings=_ARROW_BODY, fillers=_TYPE_ARGUMENTS, stand_ins=((_IMPORT_TYPE, b"_"),)),
+                endings=_JS_ENDINGS, fillers=_TYPE_ARGUMENTS, stand_ins=((_IMPORT_TYPE, b"_"),)),
         Grammar("go", "tree_sitter_go", "language", (*_C_LIKE, "`")),
         Grammar("rust", "tree_sitter_rust", "language", (*_C_LIKE, '"#', '"##'), terminator=";"),
         Grammar("java", "tree_sitter_java", "language", (BLOCK_COMMENT_END, '"""', '"'), try_closer=_FINALLY,
