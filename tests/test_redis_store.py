@@ -18,7 +18,7 @@ from policy.language.loader import load_policy
 from policy.model.events import Scope, ToolCall
 from policy.runtime.loops.detector import LoopDetector
 from policy.runtime.loops.state import ScopeState
-from policy.stores.redis import LockLostError, RedisStore, StoreBusyError
+from policy.stores.redis import LockLostError, RedisStore, StoreBusyError, StoreUnavailableError
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from tests.conftest import RestartableRedis
 
 redis = pytest.importorskip("redis")
+RedisConnectionError = redis.exceptions.ConnectionError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -225,6 +226,18 @@ def test_a_dead_server_keeps_the_block_and_costs_one_attempt_per_interval(
     assert all(d.metadata["loop_state"] == "unavailable" for d in decisions)
     assert attempts == 1  # the breaker answered the other four at once
     assert len([r for r in caplog.records if "loop state store failed" in r.getMessage()]) == 1
+
+
+def test_resets_go_through_the_breaker_too() -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    store = RedisStore.from_url(f"redis://127.0.0.1:{port}/0", retry_seconds=60)
+    with pytest.raises(RedisConnectionError):
+        store.drop_thread("t")  # the one attempt of this interval
+    for drop in (lambda: store.drop_thread("t"), store.drop_all, lambda: len(store)):
+        with pytest.raises(StoreUnavailableError):
+            drop()
 
 
 def test_a_lone_surrogate_is_saved_and_read_back_unchanged(client: Redis, redis_port: int) -> None:

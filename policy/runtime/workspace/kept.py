@@ -4,8 +4,8 @@ A scope's state names the snapshot it last saw by its key (a digest of its
 packed form) rather than carrying it: a snapshot of 20,000 files takes about a
 megabyte, more than a size-bounded store keeps for a whole session, and scopes
 of one workspace mostly see the same snapshot.  The keeper holds the few most
-recent snapshots; one it no longer holds reads as None (the sweep then has no
-"before" for that command).
+recent snapshots; one it no longer holds reads as None (the sweep then takes the
+files modified since the command started for what it changed).
 
 - ``MemorySnapshots``: in this process (a guard's own, or a store's for every
   guard sharing it).

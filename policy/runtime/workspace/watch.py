@@ -187,8 +187,7 @@ class FileWatch:
             from policy.runtime.workspace.sweep import sweep, sweep_decision
 
             snapshot, key = after
-            kept = self.snapshots.get(state.latest) if state.latest is not None else None
-            before = kept if kept is not None else snapshot  # lost: nothing to compare with
+            before = self.snapshots.get(state.latest) if state.latest is not None else None
             result = sweep(self.policy, self.workspace, state, before, snapshot,
                            started_ns=int(pending.get(STARTED) or 0), predicted=pending.get(PREDICTED) or {})
             state.latest = key
