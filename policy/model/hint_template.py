@@ -19,6 +19,7 @@ from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from policy.model.diagnostics import Span
+from policy.model.hint_program import Program, Unsupported, program_of, run
 
 if TYPE_CHECKING:  # Jinja2 itself is imported when the first template is parsed or rendered
     from jinja2 import Template, nodes
@@ -101,6 +102,11 @@ def basename(path: Any) -> str:
     return posixpath.basename(str(path).replace("\\", "/"))
 
 
+FILTERS: dict[str, Any] = {"basename": basename, "truncate_middle": truncate_middle, "json": plain_json,
+                           "pip_name": pip_name}
+"""policyctl's own filters (beside Jinja2's): plain functions, which a ``hint_program`` also calls."""
+
+
 @cache
 def environment() -> BoundedEnvironment:
     """The one environment every hint template is compiled in."""
@@ -121,13 +127,7 @@ def environment() -> BoundedEnvironment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters.update(
-        basename=basename,
-        truncate_middle=truncate_middle,
-        json=plain_json,
-        pip_name=pip_name,
-        **{LOOP_FILTER: each_item},
-    )
+    env.filters.update(FILTERS, **{LOOP_FILTER: each_item})
     env.filters = {name: bounded_filter(function) for name, function in env.filters.items()}
     env.globals["range"] = bounded_range
     return env
@@ -193,7 +193,8 @@ class HintTemplate:
     policy's many hints cost only a parse each until one is needed.  A
     template that carries ``code`` (``with_code``: how a cached policy keeps
     its templates) is rebuilt from that code, without Jinja2's lexer, parser
-    and code generator.
+    and code generator; one that also carries a ``program`` is rendered
+    without Jinja2 at all whenever the program can (``policy.model.hint_program``).
     """
 
     name: str
@@ -203,6 +204,8 @@ class HintTemplate:
     code: tuple[str, bytes] | None = field(default=None, compare=False, repr=False)
     """(Jinja2's version, its compiled code for ``source`` as ``marshal`` bytes); used only
     under that Jinja2 version."""
+    program: Program | None = field(default=None, compare=False, repr=False)
+    """The template as a ``policy.model.hint_program`` program (None: outside its subset)."""
 
     @cached_property
     def template(self) -> Template:
@@ -213,14 +216,16 @@ class HintTemplate:
         return env.from_string(parse_bounded(self.source))
 
     def with_code(self) -> HintTemplate:
-        """This template with its compiled code attached (itself when the source does not compile)."""
+        """This template with its compiled code and its program attached (itself when the source
+        does not compile)."""
         from jinja2 import TemplateError
 
         try:
             compiled = environment().compile(parse_bounded(self.source))
         except TemplateError:
             return self
-        return replace(self, code=(_jinja2_version(), marshal.dumps(compiled)))
+        program = program_of(parse_bounded(self.source), frozenset(FILTERS))
+        return replace(self, code=(_jinja2_version(), marshal.dumps(compiled)), program=program)
 
     def render(self, variables: Mapping[str, Any]) -> str:
         """Render; a failure is logged and replaced by a plain one-line hint."""
@@ -241,6 +246,11 @@ class HintTemplate:
                 except KeyError:  # a global, or a name nothing provides (StrictUndefined reports it)
                     continue
                 context[name] = value
+            if self.program is not None:
+                try:
+                    return RenderedHint(run(self.program, context, FILTERS).strip("\n"))
+                except Unsupported:  # Jinja2 decides
+                    pass
             return RenderedHint(environment().render_bounded(self.template, context).strip("\n"))
         except Exception as err:  # a hint must never break the agent
             log.warning("hint %s failed to render: %s", self.name, err)
