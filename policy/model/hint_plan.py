@@ -7,22 +7,24 @@ makes a context, a generator and a budget per render; most of a short hint's
 cost.  ``plan_of`` decides from the template's parsed tree (``Environment.parse``
 and ``jinja2.nodes``, public API) whether every node is one this module
 evaluates, and if so turns the tree into a *plan*: nested tuples of plain
-values, kept with a cached policy's compiled code.  ``renderer`` turns a plan
-into a function of the render's variables.
+values, kept with a cached policy's compiled code.  ``renderer`` compiles a
+plan into one Python function of the render's variables, as Jinja2 compiles a
+template, but whose code holds nothing of the template: every text, constant,
+name and attribute is a value bound to the function, the code only refers to
+it by position, so no template text is ever compiled as Python.
 
-The function does what the code Jinja2 generates for the same nodes does, with
-the same environment (``environment.getattr``, ``getitem``, its globals, ``str``
+The function does what the code Jinja2 generates for the same nodes does (the
+same Python operators, the environment's ``getattr`` and ``getitem``, ``str``
 for every output as with ``autoescape`` off and no ``finalize``), so its text is
 byte-identical (``tests/test_hint_plan.py`` holds every shipped template to
-that).  Whenever it is not sure to be (a name nothing provides, an attribute
-that is undefined, any exception, a text longer than the sandbox's bound) it
-returns None and the caller renders with Jinja2, which then does whatever it
-does: renders, or fails with its own error.
+that).  Whenever it is not sure to be (a name the variables do not hold, an
+attribute that is undefined, any exception, a text longer than the sandbox's
+bound) it returns None and the caller renders with Jinja2, which then does
+whatever it does: renders, or fails with its own error.
 """
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -37,11 +39,8 @@ else)``, ``("concat", (e, ...))`` or ``("tuple", (e, ...))``."""
 
 Render = Callable[[Mapping[str, Any]], "str | None"]
 
-_COMPARISONS: dict[str, Callable[[Any, Any], Any]] = {
-    "eq": operator.eq, "ne": operator.ne, "gt": operator.gt, "gteq": operator.ge,
-    "lt": operator.lt, "lteq": operator.le,
-    "in": lambda a, b: a in b, "notin": lambda a, b: a not in b,
-}
+_COMPARISONS = {"eq": "==", "ne": "!=", "gt": ">", "gteq": ">=", "lt": "<", "lteq": "<=", "in": "in",
+                "notin": "not in"}
 """Jinja2's comparison operators, as the Python operators its generated code writes."""
 
 _CONSTANTS = (str, int, float, bool, type(None))
@@ -120,29 +119,45 @@ class _Planner:
         raise _NotPlain
 
 
-Value = Callable[[Mapping[str, Any]], Any]
-"""An expression or a body, compiled: a function of the render's variables (a body's result
-is its text)."""
-
-
 def renderer(plan: Plan, environment: Environment, limit: int) -> Render:
-    """The plan as a function of the variables: the text, or None when Jinja2 must render it
+    """The plan as one function of the variables: the text, or None when Jinja2 must render it
     (see the module docstring).  ``limit``: the longest text it returns.
 
     A name is read from the variables alone: one they do not hold (a global of the environment,
     a name nothing provides) is left to Jinja2."""
-    compiler = _Compiler(environment, Undefined)
-    body = compiler.body(plan)
-    assigns = compiler.assigns
+    writer = _Writer()
+    if any(item[0] == "set" for item in _statements(plan)):
+        lines = ["o = []", "v = _Locals(v)", *writer.statements(plan, ""), "t = ''.join(o)"]
+    else:
+        lines = [f"t = {writer.body(plan)}"]
+    source = "\n".join([
+        f"def make({', '.join(['_len', '_attr', '_item', '_Locals', *writer.bound])}):",
+        "  def render(v):",
+        "    try:",
+        *(f"      {line}" for line in lines),
+        "    except Exception:",  # whatever it is, Jinja2's render says it
+        "      return None",
+        "    return t if _len(t) <= limit else None",
+        "  return render",
+    ])
+    namespace: dict[str, Any] = {"limit": limit}
+    exec(compile(source, "<hint plan>", "exec"), namespace)
+    attr, item = _lookups(environment)
+    return namespace["make"](len, attr, item, _Locals, *writer.values)  # type: ignore[no-any-return]
 
-    def render(variables: Mapping[str, Any]) -> str | None:
-        try:
-            text = body(_Locals(variables) if assigns else variables)
-        except Exception:  # whatever it is, Jinja2's render says it
-            return None
-        return text if len(text) <= limit else None
 
-    return render
+def _statements(plan: Plan) -> list[Plan]:
+    """Every item of a body, those of its branches included."""
+    items: list[Plan] = []
+    for item in plan:
+        if type(item) is str:
+            continue
+        items.append(item)
+        if item[0] == "if":
+            for _, body in item[1]:
+                items += _statements(body)
+            items += _statements(item[2])
+    return items
 
 
 class _Locals(dict[str, Any]):
@@ -158,134 +173,100 @@ class _Locals(dict[str, Any]):
         return self._variables[name]
 
 
-class _Compiler:
-    def __init__(self, environment: Environment, undefined: type) -> None:
-        self.environment = environment
-        self.undefined = undefined
-        self.assigns = False
+def _lookups(environment: Environment) -> tuple[Callable[[Any, str], Any], Callable[[Any, Any], Any]]:
+    """``a.b`` and ``a[k]`` as the environment resolves them (the sandbox's checks included); an
+    undefined result is left to Jinja2."""
+    get_attr, get_item = environment.getattr, environment.getitem
 
-    def body(self, plan: Plan) -> Value:
-        """A body's text: its literal text and a ``{}`` per other item, formatted (in C) with
-        the items' texts."""
-        literal = "".join(item.replace("{", "{{").replace("}", "}}") if type(item) is str else "{}"
+    def attr(value: Any, name: str) -> Any:
+        found = get_attr(value, name)
+        if isinstance(found, Undefined):
+            raise _Undefined(name)
+        return found
+
+    def item(value: Any, key: Any) -> Any:
+        found = get_item(value, key)
+        if isinstance(found, Undefined):
+            raise _Undefined(str(key))
+        return found
+
+    return attr, item
+
+
+class _Writer:
+    """Python source for a plan; every value of the plan is bound to the function as ``_N``."""
+
+    def __init__(self) -> None:
+        self.values: list[Any] = []
+
+    @property
+    def bound(self) -> list[str]:
+        return [f"_{index}" for index in range(len(self.values))]
+
+    def value(self, value: Any) -> str:
+        self.values.append(value)
+        return f"_{len(self.values) - 1}"
+
+    def body(self, plan: Plan) -> str:
+        """A body as one expression: its literal text and a ``{}`` per other item, formatted."""
+        pattern = "".join(item.replace("{", "{{").replace("}", "}}") if type(item) is str else "{}"
                           for item in plan)
-        parts = tuple(self.item(item) for item in plan if type(item) is not str)
+        parts = [self.item(item) for item in plan if type(item) is not str]
         if not parts:
-            text = literal.format()
-            return lambda variables: text
-        if len(parts) == 1 and literal == "{}":
+            return self.value(pattern.format())
+        if pattern == "{}":
             return parts[0]
-        fill = literal.format
-        if len(parts) == 1:
-            part = parts[0]
-            return lambda variables: fill(part(variables))
-        return lambda variables: fill(*[part(variables) for part in parts])
+        return f"{self.value(pattern)}.format({', '.join(parts)})"
 
-    def item(self, plan: Plan) -> Value:
-        kind = plan[0]
-        if kind == "out":
-            if plan[1][0] == "name":  # the common placeholder, in one step
-                name = plan[1][1]
-                return lambda variables: str(variables[name])
-            value = self.expr(plan[1])
-            return lambda variables: str(value(variables))
-        if kind == "set":
-            self.assigns = True
-            name, value = plan[1], self.expr(plan[2])
+    def item(self, plan: Plan) -> str:
+        if plan[0] == "out":
+            return f"str({self.expr(plan[1])})"
+        branches, otherwise = plan[1], self.body(plan[2])
+        for test, body in reversed(branches):
+            otherwise = f"({self.body(body)} if {self.expr(test)} else {otherwise})"
+        return otherwise
 
-            def assign(variables: Mapping[str, Any]) -> str:
-                variables[name] = value(variables)  # type: ignore[index]  # a _Locals
-                return ""
+    def statements(self, plan: Plan, indent: str) -> list[str]:
+        """A body as statements appending to ``o`` (a template that assigns)."""
+        lines: list[str] = []
+        for item in plan:
+            if type(item) is str:
+                lines.append(f"{indent}o.append({self.value(item)})")
+            elif item[0] == "out":
+                lines.append(f"{indent}o.append(str({self.expr(item[1])}))")
+            elif item[0] == "set":
+                lines.append(f"{indent}v[{self.value(item[1])}] = {self.expr(item[2])}")
+            else:
+                keyword = "if"
+                for test, body in item[1]:
+                    lines.append(f"{indent}{keyword} {self.expr(test)}:")
+                    lines += self.statements(body, indent + "  ") or [f"{indent}  pass"]
+                    keyword = "elif"
+                if item[2]:
+                    lines.append(f"{indent}else:")
+                    lines += self.statements(item[2], indent + "  ")
+        return lines
 
-            return assign
-        branches = tuple((self.expr(test), self.body(body)) for test, body in plan[1])
-        otherwise = self.body(plan[2])
-        if len(branches) == 1:
-            test, then = branches[0]
-            return lambda variables: then(variables) if test(variables) else otherwise(variables)
-
-        def branch(variables: Mapping[str, Any]) -> str:
-            for test, body in branches:
-                if test(variables):
-                    return body(variables)  # type: ignore[no-any-return]
-            return otherwise(variables)  # type: ignore[no-any-return]
-
-        return branch
-
-    def expr(self, plan: Plan) -> Value:
+    def expr(self, plan: Plan) -> str:
         kind = plan[0]
         if kind == "name":
-            name = plan[1]
-            return lambda variables: variables[name]
+            return f"v[{self.value(plan[1])}]"
         if kind == "const":
-            constant = plan[1]
-            return lambda variables: constant
-        if kind in ("attr", "item"):
-            return self.lookup(kind, self.expr(plan[1]), plan[2])
-        if kind == "not":
-            operand = self.expr(plan[1])
-            return lambda variables: not operand(variables)
-        if kind == "and":
-            left, right = self.expr(plan[1]), self.expr(plan[2])
-            return lambda variables: left(variables) and right(variables)
-        if kind == "or":
-            left, right = self.expr(plan[1]), self.expr(plan[2])
-            return lambda variables: left(variables) or right(variables)
-        if kind == "cmp":
-            return self.comparison(plan[1], plan[2])
-        if kind == "cond":
-            test, then, otherwise = self.expr(plan[1]), self.expr(plan[2]), self.expr(plan[3])
-            return lambda variables: then(variables) if test(variables) else otherwise(variables)
-        items = tuple(self.expr(item) for item in plan[1])
-        if kind == "concat":  # Jinja2's ``str_join``
-            return lambda variables: "".join([str(item(variables)) for item in items])
-        return lambda variables: tuple([item(variables) for item in items])
-
-    def lookup(self, kind: str, target: Value, key: Any) -> Value:
-        """``a.b`` or ``a[k]`` as the environment resolves them (the sandbox's checks included)."""
-        undefined = self.undefined
+            return self.value(plan[1])
         if kind == "attr":
-            get, attribute = self.environment.getattr, key
-
-            def attr(variables: Mapping[str, Any]) -> Any:
-                value = get(target(variables), attribute)
-                if isinstance(value, undefined):
-                    raise _Undefined(attribute)
-                return value
-
-            return attr
-        get_item, index = self.environment.getitem, self.expr(key)
-
-        def item(variables: Mapping[str, Any]) -> Any:
-            value = get_item(target(variables), index(variables))
-            if isinstance(value, undefined):
-                raise _Undefined(str(key))
-            return value
-
-        return item
-
-    def comparison(self, first: Plan, rest: tuple[tuple[str, Plan], ...]) -> Value:
-        """A chain of comparisons, as Python evaluates ``a < b < c``; ``name == "const"`` in one step."""
-        if len(rest) == 1:
-            op, second = rest[0]
-            compare = _COMPARISONS[op]
-            if first[0] == "name" and second[0] == "const":
-                name, constant = first[1], second[1]
-                return lambda variables: compare(variables[name], constant)
-            left, right = self.expr(first), self.expr(second)
-            return lambda variables: compare(left(variables), right(variables))
-        head = self.expr(first)
-        chain = tuple((_COMPARISONS[op], self.expr(operand)) for op, operand in rest)
-
-        def chained(variables: Mapping[str, Any]) -> Any:
-            left = head(variables)
-            result: Any = True
-            for compare, operand in chain:
-                right = operand(variables)
-                result = compare(left, right)
-                if not result:
-                    return result
-                left = right
-            return result
-
-        return chained
+            return f"_attr({self.expr(plan[1])}, {self.value(plan[2])})"
+        if kind == "item":
+            return f"_item({self.expr(plan[1])}, {self.expr(plan[2])})"
+        if kind == "not":
+            return f"(not {self.expr(plan[1])})"
+        if kind in ("and", "or"):
+            return f"({self.expr(plan[1])} {kind} {self.expr(plan[2])})"
+        if kind == "cmp":
+            chain = "".join(f" {_COMPARISONS[op]} {self.expr(operand)}" for op, operand in plan[2])
+            return f"({self.expr(plan[1])}{chain})"
+        if kind == "cond":
+            return f"({self.expr(plan[2])} if {self.expr(plan[1])} else {self.expr(plan[3])})"
+        items = [self.expr(item) for item in plan[1]]
+        if kind == "concat":  # Jinja2's ``str_join``
+            return f"''.join([{', '.join(f'str({item})' for item in items)}])"
+        return f"({''.join(f'{item}, ' for item in items)})"
