@@ -344,8 +344,11 @@ def _last_ai_message(state: Any) -> AIMessage | None:
 
 
 def _tool_calls(message: AIMessage) -> list[ToolCall]:
-    return [ToolCall(call.get("id") or "", call["name"], call.get("args") or {})
-            for call in message.tool_calls]
+    calls = message.tool_calls
+    if len(calls) == 1:  # the common batch, without a comprehension's frame
+        call = calls[0]
+        return [ToolCall(call.get("id") or "", call["name"], call.get("args") or {})]
+    return [ToolCall(call.get("id") or "", call["name"], call.get("args") or {}) for call in calls]
 
 
 def _tool_call(request: ToolCallRequest) -> ToolCall:
