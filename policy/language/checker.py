@@ -329,30 +329,19 @@ def _split_run_on(statement: ast.Statement, specs: Mapping[str, Spec]) -> list[a
     if statement.name not in specs or not starts:
         return None
     bounds = [*starts, len(statement.values)]
+    lines = statement.lines
+    first_end = statement.values[starts[0] - 1].end if starts[0] else statement.start + len(statement.name)
     pieces = [
-        ast.Statement(
-            span=spanning(statement.span, statement.values[starts[0] - 1].span)
-            if starts[0]
-            else statement.name_span,
-            name=statement.name,
-            name_span=statement.name_span,
-            values=statement.values[: starts[0]],
-            block=None,
-        )
+        ast.Statement(lines=lines, start=statement.start, end=first_end, name=statement.name,
+                      values=statement.values[: starts[0]], block=None)
     ]
     for index, start in enumerate(starts):
         head = statement.values[start]
         assert isinstance(head, ast.Name)
         rest = statement.values[start + 1 : bounds[index + 1]]
-        last_span = rest[-1].span if rest else head.span
         pieces.append(
-            ast.Statement(
-                span=spanning(head.span, last_span),
-                name=head.value,
-                name_span=head.span,
-                values=rest,
-                block=None,
-            )
+            ast.Statement(lines=lines, start=head.start, end=rest[-1].end if rest else head.end,
+                          name=head.value, values=rest, block=None)
         )
     last = pieces[-1]
     pieces[-1] = replace(last, block=statement.block)
