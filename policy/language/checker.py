@@ -19,7 +19,7 @@ from policy.language.value_forms import Part, Resolution, form, resolve, usage, 
 from policy.model.diagnostics import Span
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Setting:
     """A validated setting and, when it has a block, its validated settings."""
 
@@ -111,7 +111,10 @@ def _declaration(statement: ast.Statement, spec: Spec, report: DiagnosticCollect
     broken: set[str] = set()
     if statement.block is not None and settings_spec is not None and not spec.steps:
         settings, broken = read_block(statement.block, settings_spec, report)
-    return Declaration(spec.name, name, statement, settings, frozenset(broken))
+    return Declaration(spec.name, name, statement, settings, frozenset(broken) if broken else _NONE_BROKEN)
+
+
+_NONE_BROKEN: frozenset[str] = frozenset()
 
 
 def _add_declaration(
@@ -325,8 +328,10 @@ def _split_run_on(statement: ast.Statement, specs: Mapping[str, Spec]) -> list[a
     ``tools bash hint h`` splits (``tools bash`` and ``hint h`` both fit);
     ``ignore key`` does not (``key`` alone is not a valid statement).
     """
+    if statement.name not in specs:
+        return None
     starts = [i for i, v in enumerate(statement.values) if isinstance(v, ast.Name) and v.value in specs]
-    if statement.name not in specs or not starts:
+    if not starts:
         return None
     bounds = [*starts, len(statement.values)]
     lines = statement.lines

@@ -35,9 +35,15 @@ Token = tuple[str, str, int]
 
 def token_pattern(regexps: Callable[[str], str]) -> re.Pattern[str]:
     """One pattern with a named group per terminal (``regexps(name)`` gives its regex) and a last
-    group for any other character."""
+    group for any other character, each after the blanks before it.
+
+    No terminal but ``_SEP`` and ``WS`` starts with a blank, and ``_SEP`` may start anywhere in a
+    run of blanks: so a match takes the same token as Lark's lexer, after the blanks Lark would
+    have read as ``WS`` (a run of blanks is ``WS`` only at the end of the text).
+    """
     alternatives = [f"(?P<{name}>{regexps(name)})" for name in TERMINAL_ORDER]
-    return re.compile("|".join([*alternatives, r"(?P<BAD>[\s\S])"]))
+    tokens = "|".join([*alternatives, r"(?P<BAD>[\s\S])"])
+    return re.compile(f"(?:{regexps('WS')})?(?:{tokens})")
 
 
 class _GiveUp(Exception):
@@ -55,13 +61,15 @@ def fast_parse(text: str, path: str, pattern: re.Pattern[str],
 
 
 def _tokens(text: str, pattern: re.Pattern[str]) -> Iterator[Token]:
+    terminals = {index: name for name, index in pattern.groupindex.items()}
     for match in pattern.finditer(text):
-        kind = match.lastgroup
+        index = match.lastindex or 0  # 0 (no group) is not a terminal
+        kind = terminals.get(index)
         if kind == "WS" or kind == "COMMENT":
             continue
         if kind == "BAD" or kind is None:
             raise _GiveUp
-        yield kind, match.group(), match.start()
+        yield kind, match.group(index), match.start(index)
     yield "$END", "", len(text)
 
 

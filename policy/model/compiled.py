@@ -57,10 +57,11 @@ class Pattern:
     regex: Any  # re2._Regexp; typed loosely because google-re2 ships no stubs
     groups: tuple[str, ...] = ()
     """Named capture groups, in pattern order."""
-    _find: FindSpans = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_find", spans_finder(self.regex))
+    @cached_property
+    def _find(self) -> FindSpans:
+        """Made on the first match, not when the pattern is compiled: checking a policy never matches."""
+        return spans_finder(self.regex)
 
     def spans(self, data: bytes, pos: int = 0) -> Spans | None:
         """The spans of the first match in UTF-8 ``data`` at or after ``pos``, or None
