@@ -35,6 +35,8 @@ _MASK = (1 << (8 * DIGEST)) - 1
 
 @dataclass(slots=True)
 class RepeatState:
+    """What ``loop repeat`` remembers of one scope."""
+
     keys: bytes = b""
     """Batch fingerprints of the last ``window`` turns, oldest first; TOMBSTONE: no longer counts."""
     results: bytes = b""
