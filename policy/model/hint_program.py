@@ -16,6 +16,12 @@ fail), an attribute that is not a plain key of a dict, a call or value of any
 other kind, or a result past the sandbox's bounds raises ``Unsupported``, and
 the template is rendered by Jinja2 instead (``tests/test_hint_program.py``
 renders every shipped template both ways).
+
+Beside ``policy.model.hint_plan``: a plan is compiled into a Python function
+that reads attributes and items through the sandbox itself, the fastest render
+for a process that has Jinja2 loaded anyway (a resident hook, an agent); a
+program is interpreted on plain data alone, so that a process answering one
+event need not load Jinja2.  A cached template keeps both.
 """
 
 from __future__ import annotations
@@ -46,6 +52,8 @@ _COMPARE: dict[str, Callable[[Any, Any], Any]] = {
 }
 _JINJA_GLOBALS = frozenset({"range", "dict", "lipsum", "cycler", "joiner", "namespace"})
 """Names Jinja2 resolves from its globals when no variable has them: a program leaves them to Jinja2."""
+_SPECIAL_NAMES = frozenset({"self", "loop", "caller", "varargs", "kwargs", "super"})
+"""Names Jinja2 may bind to something other than a variable: a template that uses one has no program."""
 _TESTS = frozenset({"none", "defined", "undefined"})
 _PLAIN = (str, int, float, bool, type(None))
 _PLAIN_DEPTH = 32
@@ -93,7 +101,8 @@ class _Builder:
             branches = [(node.test, node.body), *((branch.test, branch.body) for branch in node.elif_)]
             return ("if", tuple((self.expression(test), self.statements(body)) for test, body in branches),
                     self.statements(node.else_))
-        if isinstance(node, nodes.Assign) and isinstance(node.target, nodes.Name):
+        if isinstance(node, nodes.Assign) and isinstance(node.target, nodes.Name) and (
+                node.target.name not in _SPECIAL_NAMES):
             return ("set", node.target.name, self.expression(node.node))
         raise Unsupported(type(node).__name__)
 
@@ -103,7 +112,7 @@ class _Builder:
         each = self.expressions
         if isinstance(node, nodes.Const) and isinstance(node.value, _PLAIN):
             return ("const", node.value)
-        if isinstance(node, nodes.Name) and node.ctx == "load":
+        if isinstance(node, nodes.Name) and node.ctx == "load" and node.name not in _SPECIAL_NAMES:
             return ("name", node.name)
         if isinstance(node, nodes.Dict):
             return ("dict", tuple((self.expression(pair.key), self.expression(pair.value))
