@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from policy.model.decision import Action, RuleRef
 from policy.model.diagnostics import Span
@@ -182,23 +182,31 @@ class ToolLimit:
 
 
 @dataclass(frozen=True)
-class RepeatRule:
+class LoopRule:
+    """Base of every loop rule (``loop NAME { … }``): each kind's rule is a subclass, and the
+    compiled policy keeps them in ``CompiledPolicy.loops``, read by type (``policy.loop(RepeatRule)``)."""
+
     ref: RuleRef
+    hint: HintTemplate | None = field(default=None, kw_only=True)
+
+
+L = TypeVar("L", bound=LoopRule)
+
+
+@dataclass(frozen=True)
+class RepeatRule(LoopRule):
     window: int
     warn: int
     stop: int
     until_progress: bool = False
-    hint: HintTemplate | None = None
 
 
 @dataclass(frozen=True)
-class FrequencyRule:
-    ref: RuleRef
+class FrequencyRule(LoopRule):
     window: int
     warn: int
     stop: int
     overrides: Mapping[str, ToolLimit] = field(default_factory=dict)
-    hint: HintTemplate | None = None
 
     def limit_for(self, tool: str) -> ToolLimit:
         return self.overrides.get(tool) or ToolLimit(self.warn, self.stop)
@@ -210,24 +218,20 @@ class FrequencyRule:
 
 
 @dataclass(frozen=True)
-class ErrorStreakRule:
-    ref: RuleRef
+class ErrorStreakRule(LoopRule):
     warn: int
     stop: int
     same_captures: bool = True
     """The same error is the same signature with the same key captures (else: the same signature)."""
-    hint: HintTemplate | None = None
 
 
 @dataclass(frozen=True)
-class OscillationRule:
-    ref: RuleRef
+class OscillationRule(LoopRule):
     min_period: int
     max_period: int
     repeats: int
     no_progress: bool = False
     action: Action = "warn"
-    hint: HintTemplate | None = None
 
 
 @dataclass(frozen=True)
@@ -302,10 +306,8 @@ class CompiledPolicy:
     gates: tuple[GateRule, ...] = ()
     signatures: tuple[SignatureRule, ...] = ()
     normalizers: tuple[Normalizer, ...] = ()
-    repeat: RepeatRule | None = None
-    frequency: FrequencyRule | None = None
-    error_streak: ErrorStreakRule | None = None
-    oscillation: OscillationRule | None = None
+    loops: tuple[LoopRule, ...] = ()
+    """One rule per ``loop`` declaration, at most one of each kind (``loop``)."""
     workspace: WorkspaceRule | None = None
     hints: Mapping[str, HintTemplate] = field(default_factory=dict)
     tests: tuple[PolicyTest, ...] = ()
@@ -316,6 +318,13 @@ class CompiledPolicy:
         if spec is None:
             return ToolSpec(name=name, key_args=self.default_key_args, ignore_args=self.default_ignore_args)
         return spec
+
+    def loop(self, kind: type[L]) -> L | None:
+        """The policy's loop rule of this kind (``policy.loop(RepeatRule)``), or None when it has none."""
+        for rule in self.loops:
+            if isinstance(rule, kind):
+                return rule
+        return None
 
     def normalize(self, text: str) -> str:
         """Strip volatile text (durations, addresses…) before results are compared."""
