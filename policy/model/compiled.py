@@ -181,13 +181,15 @@ class ToolLimit:
     stop: int
 
 
-@dataclass(frozen=True)
 class LoopRule:
-    """Base of every loop rule (``loop NAME { … }``): each kind's rule is a subclass, and the
-    compiled policy keeps them in ``CompiledPolicy.loops``, read by type (``policy.loop(RepeatRule)``)."""
+    """Base of every loop rule (``loop NAME { … }``): each kind's rule is a frozen dataclass
+    subclassing it, and the compiled policy keeps them in ``CompiledPolicy.loops``, read by type
+    (``policy.loop(RepeatRule)``).  Each declares ``ref`` and ``hint`` itself: as fields of a base,
+    ``hint`` would have to be keyword-only, and the hooks' policy cache rebuilds a dataclass
+    from its fields in order."""
 
     ref: RuleRef
-    hint: HintTemplate | None = field(default=None, kw_only=True)
+    hint: HintTemplate | None
 
 
 L = TypeVar("L", bound=LoopRule)
@@ -195,18 +197,22 @@ L = TypeVar("L", bound=LoopRule)
 
 @dataclass(frozen=True)
 class RepeatRule(LoopRule):
+    ref: RuleRef
     window: int
     warn: int
     stop: int
     until_progress: bool = False
+    hint: HintTemplate | None = None
 
 
 @dataclass(frozen=True)
 class FrequencyRule(LoopRule):
+    ref: RuleRef
     window: int
     warn: int
     stop: int
     overrides: Mapping[str, ToolLimit] = field(default_factory=dict)
+    hint: HintTemplate | None = None
 
     def limit_for(self, tool: str) -> ToolLimit:
         return self.overrides.get(tool) or ToolLimit(self.warn, self.stop)
@@ -219,19 +225,23 @@ class FrequencyRule(LoopRule):
 
 @dataclass(frozen=True)
 class ErrorStreakRule(LoopRule):
+    ref: RuleRef
     warn: int
     stop: int
     same_captures: bool = True
     """The same error is the same signature with the same key captures (else: the same signature)."""
+    hint: HintTemplate | None = None
 
 
 @dataclass(frozen=True)
 class OscillationRule(LoopRule):
+    ref: RuleRef
     min_period: int
     max_period: int
     repeats: int
     no_progress: bool = False
     action: Action = "warn"
+    hint: HintTemplate | None = None
 
 
 @dataclass(frozen=True)
