@@ -279,7 +279,7 @@ def test_a_corrupt_file_starts_afresh_and_is_repaired(tmp_path: Path, content: b
     store = FileStore(tmp_path)
     path = store.path_for("t")
     path.write_bytes(content)
-    with caplog.at_level(logging.WARNING, logger="policy.file_store"):
+    with caplog.at_level(logging.WARNING, logger="policy.stores"):
         _bump(store, Scope("t", "r"), 2)
     assert _count(store, Scope("t", "r")) == 2
     assert ScopeState.from_json(json.loads(path.read_text())["runs"]["r"]).streak.count == 2

@@ -36,12 +36,11 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
+from gate_sandbox import Sandbox
 
 from policy.language.loader import load_policy
 from policy.model.compiled import CompiledPolicy
 from policy.model.decision import Decision
-from policy.model.events import ToolCall
-from policy.runtime.gates import check_write, file_effect
 
 pytestmark = pytest.mark.slow
 
@@ -99,27 +98,6 @@ def default_policy() -> CompiledPolicy:
     return load_policy("builtin:default")
 
 
-class Sandbox:
-    """An in-memory file system that allowed writes change and blocked ones do not."""
-
-    def __init__(self) -> None:
-        self.files: dict[str, str] = {}
-        self.calls = 0
-
-    def write(self, path: str, content: str, append: bool) -> Decision:
-        """Send one ``write_file`` call through the gate; an allowed one changes the file."""
-        self.calls += 1
-        policy = default_policy()
-        call = ToolCall(id=f"c{self.calls}", name="write_file",
-                        args={"path": path, "content": content, "append": append})
-        decision = check_write(policy, call, self.files.get)
-        if decision.action != "block":
-            effect = file_effect(policy.tool("write_file"), call.args, self.files.get)
-            assert effect is not None
-            self.files[path] = effect.after
-        return decision
-
-
 def _problem(decision: Decision) -> str:
     meta = decision.metadata
     return f"line {meta['line']}, column {meta['column']}: {meta['message']}"
@@ -160,7 +138,7 @@ def write_in_chunks(path: str, kind: str) -> ChunkRun:
                                                                                         JSON_WINDOWS)
     run = ChunkRun(lines=len(lines))
     for ends in chunk_plans(len(lines), full, windows, Path(path).name):
-        sandbox, written = Sandbox(), 0
+        sandbox, written = Sandbox(default_policy()), 0
         for end in ends:
             decision = sandbox.write(target, "".join(lines[written:end]), append=written > 0)
             run.checks += 1
@@ -274,7 +252,7 @@ def inject_errors(path: str, kind: str) -> InjectionRun:
                 end = start + size
                 if number >= end - 1 or end > len(lines):
                     continue
-                sandbox = Sandbox()
+                sandbox = Sandbox(default_policy())
                 sandbox.files[target] = "".join(lines[:start])
                 decision = sandbox.write(target, "".join(mutated[start:end]), append=True)
                 run.cases += 1

@@ -22,7 +22,11 @@ installed (``node --check``, an ES module as ``.mjs``; TypeScript's parser, ``go
    with the closer written at the chunk's end (followed by the file's text
    from there, or from just after the deleted token: a string that may
    span lines), after the comment or string the chunk ends in, or at the
-   end of the file.
+   end of the file; nor when the language's own checker, where one is
+   installed, accepts the chunk followed by one of the gate's endings (the
+   ending is then a continuation that makes a valid file: Ruby's and
+   shell's strings span lines, a PHP `if (` cut in its condition closes as
+   `_);`).
 
 CI checks a sample of each language's files (``SAMPLE``, 48 KB at most,
 fewer chunkings); set ``POLICYCTL_CORPUS_FULL=1`` for every file up to 200 KB
@@ -49,14 +53,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gate_sandbox import Sandbox
 
 from policy.language.loader import load_policy
 from policy.model.compiled import CompiledPolicy
 from policy.model.decision import Decision
-from policy.model.events import ToolCall
 from policy.model.validators import SYNTAX_TREE_LANGUAGES
-from policy.runtime.gates import check_write, file_effect
-from policy.runtime.gates.grammars import parser
+from policy.runtime.gates.grammars import GRAMMARS, parser
+from policy.runtime.gates.syntax_tree import completions
 
 pytestmark = pytest.mark.slow
 
@@ -74,12 +78,9 @@ WORKERS = max(1, min(4, os.cpu_count() or 1))
 UNSERVED = ("c", "cpp")
 """Languages whose valid code the gate still blocks at times (macros tree-sitter cannot expand): not gated by
 default, their false blocks are reported but not failed on."""
-REQUIRED_BLOCK_RATE = {
-    "javascript": 0.91, "typescript": 0.95, "tsx": 0.93, "go": 0.91, "rust": 0.92, "java": 0.91, "c": 0.85,
-    "cpp": 0.83, "ruby": 0.82, "php": 0.87, "shell": 0.89, "html": 0.95, "css": 0.92,
-}
-"""Per-language floor for injected errors: the CI sample's measured rate less 5 points (the issue asks
-95 %; the README gives each language's figures)."""
+REQUIRED_BLOCK_RATE = {**dict.fromkeys(SYNTAX_TREE_LANGUAGES, 0.95), "cpp": 0.88}
+"""Per-language floor for injected errors: the issue's 95 %; where the CI sample does not reach it (C++), its
+measured rate (the README gives each language's figures)."""
 EXTENSION = {"javascript": "js", "typescript": "ts", "tsx": "tsx", "go": "go", "rust": "rs", "java": "java",
              "c": "c", "cpp": "cpp", "ruby": "rb", "php": "php", "shell": "sh", "html": "html", "css": "css"}
 STRING_NODES = {"string", "string_literal", "interpreted_string_literal", "template_string", "string_value",
@@ -152,38 +153,53 @@ def _node_accepts(path: Path) -> bool:
         return _accepted(["node", "--check", str(module)])
 
 
+def _gcc(language: str, *flags: str) -> Callable[[Path], bool]:
+    return lambda path: _accepted([language, "-fsyntax-only", *flags, str(path)])
+
+
+CHECKERS: dict[str, Callable[[Path], bool]] = {
+    "javascript": _node_accepts,
+    "go": lambda path: _accepted(["gofmt", "-e", "-l", str(path)]),
+    "c": _gcc("gcc", "-x", "c"),
+    "cpp": _gcc("g++", "-std=c++17", "-x", "c++", *_CPP_INCLUDES),
+    "ruby": lambda path: _accepted(["ruby", "-c", str(path)]),
+    "php": lambda path: _accepted(["php", "-l", str(path)]),
+    "shell": lambda path: _accepted(["bash", "-n", str(path)]),
+}
+"""Each language's own checker, where one is installed here."""
+
+
 def candidates(language: str) -> tuple[list[Path], Callable[[Path], bool] | None]:
     """The language's files and, where one is installed, its own checker."""
+    return _sources(language), CHECKERS.get(language)
+
+
+def _sources(language: str) -> list[Path]:
     if language == "javascript":
-        return _files([NPM], {".js", ".mjs", ".cjs"}), _node_accepts
+        return _files([NPM], {".js", ".mjs", ".cjs"})
     if language in ("typescript", "tsx"):
-        suffixes = {".ts", ".mts", ".cts"} if language == "typescript" else {".tsx"}
-        return _files([NPM], suffixes), None
+        return _files([NPM], {".ts", ".mts", ".cts"} if language == "typescript" else {".tsx"})
     if language == "go":
-        return (_files([Path("/usr/share/gocode/src")], {".go"}),
-                lambda p: _accepted(["gofmt", "-e", "-l", str(p)]))
+        return _files([Path("/usr/share/gocode/src")], {".go"})
     if language == "rust":
-        return _files([Path("/usr/share/cargo/registry")], {".rs"}), None
+        return _files([Path("/usr/share/cargo/registry")], {".rs"})
     if language == "java":
-        return _files([NPM], {".java"}), None
+        return _files([NPM], {".java"})
     if language == "c":
-        files = _files([Path("/usr/share/doc/libcurl4/examples"), Path("/usr/include")], {".c", ".h"})
-        return files, lambda p: _accepted(["gcc", "-fsyntax-only", "-x", "c", str(p)])
+        return _files([Path("/usr/share/doc/libcurl4/examples"), Path("/usr/include")], {".c", ".h"})
     if language == "cpp":
-        files = _files([Path("/usr/src/googletest"), Path("/usr/include/fmt"), Path("/usr/include/nlohmann")],
-                       {".cc", ".h", ".hpp", ".cpp"})
-        return files, lambda p: _accepted(["g++", "-std=c++17", "-fsyntax-only", "-x", "c++", *_CPP_INCLUDES,
-                                           str(p)])
+        return _files([Path("/usr/src/googletest"), Path("/usr/include/fmt"), Path("/usr/include/nlohmann")],
+                      {".cc", ".h", ".hpp", ".cpp"})
     if language == "ruby":
-        return _files([Path("/usr/lib/ruby")], {".rb"}), lambda p: _accepted(["ruby", "-c", str(p)])
+        return _files([Path("/usr/lib/ruby")], {".rb"})
     if language == "php":
-        return _files([Path("/usr/share/php")], {".php"}), lambda p: _accepted(["php", "-l", str(p)])
+        return _files([Path("/usr/share/php")], {".php"})
     if language == "shell":
-        return _shell_scripts(), lambda p: _accepted(["bash", "-n", str(p)])
+        return _shell_scripts()
     if language == "html":
-        return _files([Path("/usr/share/doc")], {".html"}), None
+        return _files([Path("/usr/share/doc")], {".html"})
     if language == "css":
-        return _files([Path("/usr/share/javascript"), NPM], {".css"}), None
+        return _files([Path("/usr/share/javascript"), NPM], {".css"})
     raise KeyError(language)
 
 
@@ -231,28 +247,6 @@ def gate_policy() -> CompiledPolicy:
     return load_policy(path)
 
 
-class Sandbox:
-    """An in-memory file system that allowed writes change and blocked ones do not."""
-
-    def __init__(self) -> None:
-        self.files: dict[str, str] = {}
-        self.calls = 0
-
-    def call(self, name: str, args: dict[str, Any]) -> Decision:
-        self.calls += 1
-        policy = gate_policy()
-        call = ToolCall(id=f"c{self.calls}", name=name, args=args)
-        decision = check_write(policy, call, self.files.get)
-        if decision.action != "block":
-            effect = file_effect(policy.tool(name), call.args, self.files.get)
-            if effect is not None:
-                self.files[effect.path] = effect.after
-        return decision
-
-    def write(self, path: str, content: str, append: bool) -> Decision:
-        return self.call("write_file", {"path": path, "content": content, "append": append})
-
-
 def _where(decision: Decision) -> str:
     meta = decision.metadata
     return f"line {meta.get('line')}, column {meta.get('column')}: {meta.get('message')}"
@@ -263,6 +257,13 @@ class ChunkRun:
     checks: int = 0
     unparseable: bool = False
     blocked: list[str] = field(default_factory=list)
+
+
+def _seed(file: str) -> str:
+    """What picks a file's chunk windows: its path, an npm file's relative to the packages' folder, so every
+    checkout writes the same windows."""
+    path = Path(file)
+    return str(path.relative_to(NPM)) if path.is_relative_to(NPM) else file
 
 
 def chunk_plans(lines: int, seed: str) -> Iterator[list[int]]:
@@ -282,8 +283,8 @@ def write_in_chunks(language: str, file: str) -> ChunkRun:
     lines = text.splitlines(keepends=True)
     target = f"module.{EXTENSION[language]}"
     run = ChunkRun(unparseable=parser(language).parse(text.encode()).root_node.has_error)
-    for ends in chunk_plans(len(lines), file):
-        sandbox, written = Sandbox(), 0
+    for ends in chunk_plans(len(lines), _seed(file)):
+        sandbox, written = Sandbox(gate_policy()), 0
         for index, end in enumerate(ends):
             start = 0 if index == 0 else written
             decision = sandbox.write(target, "".join(lines[start:end]), append=index > 0)
@@ -294,7 +295,7 @@ def write_in_chunks(language: str, file: str) -> ChunkRun:
             written = end
     middle = text.find("\n\n", len(text) // 2)
     if middle >= 0:
-        sandbox = Sandbox()
+        sandbox = Sandbox(gate_policy())
         sandbox.files[target] = text
         decision = sandbox.call("str_replace", {"path": target, "old_str": text[middle - 40 : middle + 2],
                                                 "new_str": text[middle - 40 : middle + 2] + "\n"})
@@ -356,6 +357,28 @@ def _extendable(grammar_parser: Any, tree: Any, data: bytes, mutated: bytes, end
     return any(not grammar_parser.parse(repaired).root_node.has_error for repaired in repairs)
 
 
+def _checker_completes(language: str, grammar_parser: Any, chunk: str, rounds: int = 2) -> bool:
+    """Whether the language's own checker accepts the chunk followed by one of the gate's endings (or two,
+    when the first closes a string and leaves the text in another: ``"$(a "b"`` + ``"`` ``)`` + ``"``):
+    then the chunk is a prefix of a valid file, and what it lacks no error of its own."""
+    checker = CHECKERS.get(language)
+    if checker is None:
+        return False
+    tails = GRAMMARS[language].tails
+    for ending in completions(language, chunk):
+        completed = chunk + ending
+        if not grammar_parser.parse(completed.encode("utf-8", "surrogateescape")).root_node.has_error:
+            with tempfile.TemporaryDirectory(prefix="policyctl-corpus-") as folder:
+                path = Path(folder, f"completed.{EXTENSION[language]}")
+                path.write_text(completed, encoding="utf-8", errors="surrogateescape")
+                if checker(path):
+                    return True
+        elif (rounds > 1 and ending.startswith(tails)
+              and _checker_completes(language, grammar_parser, completed, rounds - 1)):
+            return True
+    return False
+
+
 @dataclass
 class InjectionRun:
     cases: int = 0
@@ -384,7 +407,9 @@ def inject_errors(language: str, file: str) -> InjectionRun:
                 after = mutated[:cut]
                 if closer and _extendable(grammar_parser, tree, data, mutated, end, starts[last], closer):
                     continue  # text after the chunk could still close it: not an error yet
-                sandbox = Sandbox()
+                if _checker_completes(language, grammar_parser, after.decode("utf-8", "surrogateescape")):
+                    continue
+                sandbox = Sandbox(gate_policy())
                 sandbox.files[target] = data[: starts[first]].decode()
                 decision = sandbox.write(target, after[starts[first] :].decode("utf-8", "surrogateescape"),
                                          append=True)

@@ -126,7 +126,14 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     ("typescript", "export const A = ({\n  children,\n  options = {},\n"),  # arrow parameters
     ("html", "<html>\n<head>\n<style>\na { color: red }\n"),       # raw text still open
     ("php", "<?php\nfunction f() {\n  $e = g(substr($a, 1),\n"),   # arguments, then `;` before `}`
+    ("php", "<?php\nclass A {\n  public function g()\n"),         # a finished line that needs a body
+    ("php", "<?php\nfunction f() {\n  do {\n    $x = g($x);\n"),      # a `do` block waiting for `while`
+    ("java", "class A {\n  void f() {\n    do {\n      x++;\n"),
+    ("typescript", "try {\n  do {\n    x++;\n  } while (x < 3);\n  do {\n"),  # `while`, `finally`
+    ("ruby", "def f\n  [1, 2].map do |x| x end\n"),                 # a finished line that ends in `end`
     ("c", "#ifndef A_H\n#define A_H\n#ifdef __cplusplus\nextern \"C\" {\n#endif\nint f(void);\n"),
+    ("javascript", "import { a } from './a'\nimport {\n  b,\n"),   # an import list, `from` still to come
+    ("tsx", "import type {\n  DefaultError,\n  InfiniteData,\n"),
 ])
 def test_incomplete_prefixes_of_other_languages(language: str, prefix: str, policy: CompiledPolicy) -> None:
     assert write(policy, f"m.{EXTENSIONS[language]}", prefix).metadata.get("incomplete") is True
@@ -144,6 +151,8 @@ def test_an_error_followed_by_more_text_blocks_even_in_a_prefix(policy: Compiled
     ("go", "package a\n\nfunc f() {\n\tif err != nil {\n\t\tb.Fatal(err\n\t}\n", 5),  # seen on the last line
     ("java", "class A {\n  int f() {\n    return 1;\n\n  public int g() {\n", 5),  # a method in a method
     ("go", "package a\n\nfunc f() {\n\tx := g(1\n\t}\n\ty := `a`\n", 4),  # a tail that closes no string
+    ("ruby", "def as_json\n  {\n    'o' => options,\n\n  end\n", 5),  # a finished last line: `end` in a hash
+    ("php", "<?php\nclass A {\n  function f() {\n    $x = 1;\n\n  public function g()\n", 6),
 ])
 def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str, line: int,
                                                        policy: CompiledPolicy) -> None:

@@ -18,7 +18,7 @@ from policy.language.loader import load_policy
 from policy.model.events import Scope, ToolCall
 from policy.runtime.loops.detector import LoopDetector
 from policy.runtime.loops.state import ScopeState
-from policy.stores.redis import LockLostError, RedisStore, StoreBusyError
+from policy.stores.redis import LockLostError, RedisStore, StoreBusyError, StoreUnavailableError
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from tests.conftest import RestartableRedis
 
 redis = pytest.importorskip("redis")
+RedisConnectionError = redis.exceptions.ConnectionError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -149,7 +150,7 @@ def test_an_unreadable_state_starts_afresh(client: Redis, caplog: pytest.LogCapt
     store = RedisStore(client)
     scope = Scope("t", "r")
     client.set(store.state_key(scope), b"\xff not json")
-    with caplog.at_level(logging.WARNING, logger="policy.redis_store"), store.scope(scope) as state:
+    with caplog.at_level(logging.WARNING, logger="policy.stores"), store.scope(scope) as state:
         assert state == ScopeState()
     assert "discarding unreadable state" in caplog.text
 
@@ -227,6 +228,18 @@ def test_a_dead_server_keeps_the_block_and_costs_one_attempt_per_interval(
     assert len([r for r in caplog.records if "loop state store failed" in r.getMessage()]) == 1
 
 
+def test_resets_go_through_the_breaker_too() -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    store = RedisStore.from_url(f"redis://127.0.0.1:{port}/0", retry_seconds=60)
+    with pytest.raises(RedisConnectionError):
+        store.drop_thread("t")  # the one attempt of this interval
+    for drop in (lambda: store.drop_thread("t"), store.drop_all, lambda: len(store)):
+        with pytest.raises(StoreUnavailableError):
+            drop()
+
+
 def test_a_lone_surrogate_is_saved_and_read_back_unchanged(client: Redis, redis_port: int) -> None:
     store = RedisStore(client)
     with store.scope(Scope("t\udcff", "r")) as state:
@@ -290,7 +303,7 @@ def test_a_restart_without_persistence_is_logged_once_for_each_scope_that_lost_i
         assert [guard.on_turn([REPEATED], scope).action for _ in range(2)] == ["allow", "allow"]
     restartable_redis.restart()
     _answering(store.client)
-    with caplog.at_level(logging.WARNING, logger="policy.redis_store"):
+    with caplog.at_level(logging.WARNING, logger="policy.stores"):
         assert guard.on_turn([REPEATED], first).action == "allow"  # the third repeat: counted afresh
         assert guard.on_turn([REPEATED], first).action == "allow"
         assert guard.on_turn([REPEATED], untouched).action == "allow"
@@ -309,7 +322,7 @@ def test_a_scope_started_afresh_by_another_worker_after_a_loss_is_noticed_too(
         with store.scope(scope) as state:
             state.pending["c"] = {}
     client.delete(one.state_key(scope))  # evicted, say: the prefix's epoch stays
-    with caplog.at_level(logging.WARNING, logger="policy.redis_store"):
+    with caplog.at_level(logging.WARNING, logger="policy.stores"):
         with other.scope(scope) as state:
             assert state.pending == {}
             state.pending["d"] = {}
@@ -327,7 +340,7 @@ def test_a_dropped_or_expired_scope_is_not_a_loss(client: Redis, redis_port: int
             state.pending["c"] = {}
     other.drop_thread("dropped")
     time.sleep(1.1)
-    with caplog.at_level(logging.WARNING, logger="policy.redis_store"):
+    with caplog.at_level(logging.WARNING, logger="policy.stores"):
         for scope in (dropped, expired):
             with one.scope(scope) as state:
                 assert state.pending == {}

@@ -226,3 +226,23 @@ def test_snapshots_are_taken_outside_the_store_lock_and_shared_by_scopes(tmp_pat
         with store.scope(Scope(thread_id=thread, run_id="r")) as state:
             latest.append(state.files.latest)
     assert latest[0] is not None and latest[0] == latest[1]  # one snapshot kept for both
+
+
+def test_a_lost_before_snapshot_without_a_local_clock_is_said_not_passed_over() -> None:
+    from policy.language.loader import load_policy
+    from policy.runtime.workspace.sweep import sweep, sweep_decision
+
+    policy = load_policy("builtin:default")
+    files = {"/w/app.py": "def f(x)\n"}
+    workspace = ListedWorkspace(lambda: [("app.py", 9, 2_000, 2_000)], files.get, root="/w")
+    after = workspace.snapshot(PY)
+    call = ToolCall(id="c1", name="bash", args={"command": "true"})
+    result = sweep(policy, workspace, WorkspaceState(), None, after, started_ns=1_000, predicted={})
+    decision = sweep_decision(policy, call, "true", result)
+    assert result.before_lost and not result.broken
+    assert decision.action == "allow" and decision.metadata["sweep"] == "unchecked"
+
+
+def test_file_times_stand_in_for_a_lost_before_snapshot() -> None:
+    snapshot = Snapshot.of([("old.py", 1, 100, 100), ("new.py", 1, 500, 500), ("moved.py", 1, 100, 700)])
+    assert snapshot.without_changes_since(400).paths == ("old.py",)

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
+import workspace_cases
 from workspace_cases import APP, BASE, BROKEN, CASES, CORRECT, SCOPE, Case, prepare, run_case, run_command
 
 from policy.language.loader import load_policy
 from policy.model.events import Scope, ToolCall, ToolResult
 from policy.runtime.guard import Guard
 from policy.runtime.workspace.sweep import CLOCK_SLACK_NS
+from policy.stores.file import FileStore
 
 SWEEP_ONLY = """
 extends "builtin:default"
@@ -169,3 +172,25 @@ def test_a_command_that_changes_many_gated_files_is_checked_up_to_the_bound(tmp_
     assert len(decision.metadata["files"]) == 32
     assert len(decision.metadata["unchecked"]) == 8
     assert "This command also left these files broken" in (decision.hint or "")
+
+
+def test_a_command_is_still_checked_when_its_before_snapshot_was_evicted(tmp_path: Path) -> None:
+    """The hook's two processes: the "before" snapshot one took is gone from the shared folder
+    (other sessions filled it) when the other answers the result; file times stand in for it."""
+    root, state = tmp_path / "work", tmp_path / "state"
+    root.mkdir()
+    prepare(Case("base", ""), root)
+    call = ToolCall(id="c1", name="bash", args={"command": "sed -i 's/):$/)/' app.py"})
+    before = Guard("builtin:default", workspace=root, store=FileStore(state))
+    before.on_turn([call], SCOPE)
+    assert before.on_call(call, SCOPE).action == "allow"
+    time.sleep(CLOCK_SLACK_NS / 1e9 * 2)
+    subprocess.run(["bash", "-c", call.args["command"]], cwd=root, check=True)
+    evicted = list((state / "snapshots").glob("*.snap"))
+    assert evicted
+    for path in evicted:
+        path.unlink()
+    after = Guard("builtin:default", workspace=root, store=FileStore(state))
+    decision = after.on_result(call, ToolResult(content="", status="success"), SCOPE)
+    assert decision.action == "hint"
+    assert workspace_cases.swept_paths(decision) == {"app.py"}

@@ -23,6 +23,7 @@ from policy.model.diagnostics import Span
 if TYPE_CHECKING:  # Jinja2 itself is imported when the first template is parsed or rendered
     from jinja2 import Template, nodes
 
+    from policy.model.hint_plan import Plan, Render
     from policy.model.hint_sandbox import BoundedEnvironment
 
 log = logging.getLogger("policy.hints")
@@ -193,7 +194,9 @@ class HintTemplate:
     policy's many hints cost only a parse each until one is needed.  A
     template that carries ``code`` (``with_code``: how a cached policy keeps
     its templates) is rebuilt from that code, without Jinja2's lexer, parser
-    and code generator.
+    and code generator.  A template of text, conditions and plain expressions
+    renders through its plan (``policy.model.hint_plan``) instead, to the same
+    text; Jinja2 renders whatever the plan leaves to it.
     """
 
     name: str
@@ -203,6 +206,8 @@ class HintTemplate:
     code: tuple[str, bytes] | None = field(default=None, compare=False, repr=False)
     """(Jinja2's version, its compiled code for ``source`` as ``marshal`` bytes); used only
     under that Jinja2 version."""
+    plan: Plan | None = field(default=None, compare=False, repr=False)
+    """The plan kept with ``code`` (None: the template has none, or carries no code)."""
 
     @cached_property
     def template(self) -> Template:
@@ -210,17 +215,40 @@ class HintTemplate:
         if self.code is not None and self.code[0] == _jinja2_version():
             code = marshal.loads(self.code[1])  # from an HMAC-checked cache entry, as the pickle around it
             return env.template_class.from_code(env, code, env.make_globals(None))
-        return env.from_string(parse_bounded(self.source))
+        return env.from_string(self._parsed[0])
+
+    @cached_property
+    def _parsed(self) -> tuple[nodes.Template, Plan | None]:
+        """The bounded syntax tree and its plan (made first: compiling the tree rewrites it)."""
+        from policy.model.hint_plan import plan_of
+
+        tree = parse_bounded(self.source)
+        return tree, plan_of(tree, environment())
+
+    @cached_property
+    def _fast(self) -> Render | None:
+        """The plan's renderer: the plan kept with the code, else the plan of the parse."""
+        from policy.model.hint_plan import renderer
+        from policy.model.hint_sandbox import MAX_HINT_CHARS
+
+        kept = self.code is not None and self.code[0] == _jinja2_version()
+        plan = self.plan if kept else self._parsed[1]
+        return None if plan is None else renderer(plan, environment(), MAX_HINT_CHARS)
 
     def with_code(self) -> HintTemplate:
-        """This template with its compiled code attached (itself when the source does not compile)."""
+        """This template with its compiled code and its plan attached (itself when the source does
+        not compile)."""
         from jinja2 import TemplateError
 
+        from policy.model.hint_plan import plan_of
+
         try:
-            compiled = environment().compile(parse_bounded(self.source))
+            tree = parse_bounded(self.source)
+            plan = plan_of(tree, environment())
+            compiled = environment().compile(tree)
         except TemplateError:
             return self
-        return replace(self, code=(_jinja2_version(), marshal.dumps(compiled)))
+        return replace(self, code=(_jinja2_version(), marshal.dumps(compiled)), plan=plan)
 
     def render(self, variables: Mapping[str, Any]) -> str:
         """Render; a failure is logged and replaced by a plain one-line hint."""
@@ -234,17 +262,25 @@ class HintTemplate:
         ``policy.model.variables.HintVariables`` computes no others).
         """
         try:
-            context: dict[str, Any] = {}
-            for name in self.variables:
-                try:
-                    value = variables[name]
-                except KeyError:  # a global, or a name nothing provides (StrictUndefined reports it)
-                    continue
-                context[name] = value
-            return RenderedHint(environment().render_bounded(self.template, context).strip("\n"))
+            fast = self._fast
+            text = fast(variables) if fast is not None else None
+            if text is None:
+                text = environment().render_bounded(self.template, self._context(variables))
+            return RenderedHint(text.strip("\n"))
         except Exception as err:  # a hint must never break the agent
             log.warning("hint %s failed to render: %s", self.name, err)
             return RenderedHint(fallback_hint(variables), f"{type(err).__name__}: {err}")
+
+    def _context(self, variables: Mapping[str, Any]) -> dict[str, Any]:
+        """The variables the template reads, as Jinja2's render takes them."""
+        context: dict[str, Any] = {}
+        for name in self.variables:
+            try:
+                value = variables[name]
+            except KeyError:  # a global, or a name nothing provides (StrictUndefined reports it)
+                continue
+            context[name] = value
+        return context
 
 
 class RenderedHint(NamedTuple):

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from policy.model.compiled import WRITING_ROLES, CompiledPolicy
 from policy.model.decision import ALLOW, COMBINED, Decision, RuleRef
@@ -44,13 +44,15 @@ from policy.runtime.loops.detector import LoopDetector
 from policy.runtime.loops.layer import ErrorKey
 from policy.runtime.loops.state import MAX_OPEN_CALLS, ScopeState, drop_oldest
 from policy.runtime.output import Output, output_reader
-from policy.runtime.signatures import Diagnosis, diagnose, hint_decision
 from policy.runtime.workspace.base import Workspace
 from policy.runtime.workspace.kept import MemorySnapshots, SnapshotKeeper
 from policy.runtime.workspace.local import DEFAULT_MAX_FILES, LocalWorkspace
 from policy.runtime.workspace.progress import command_mutates
 from policy.runtime.workspace.watch import FileWatch
 from policy.stores.memory import MemoryStore, Store
+
+if TYPE_CHECKING:  # signatures are imported by the first result (a hook process may answer only a call)
+    from policy.runtime.signatures import Diagnosis
 
 log = logging.getLogger("policy.guard")
 _T = TypeVar("_T")
@@ -296,6 +298,8 @@ class Guard:
 
     def _on_result(self, call: ToolCall, result: ToolResult, scope: Scope) -> Decision:
         """The signature hint first, from the result alone; the store adds loops and pending warnings."""
+        from policy.runtime.signatures import diagnose, hint_decision
+
         output = self._outputs.read(result.content)
         diagnosis = diagnose(self.policy, call, result, output)
         signature = hint_decision(self.policy, call, result, diagnosis, self.read_file)

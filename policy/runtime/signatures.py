@@ -17,7 +17,6 @@ from policy.model.compiled import CompiledPolicy, SignatureRule
 from policy.model.decision import Decision
 from policy.model.events import ToolCall, ToolResult
 from policy.model.hint_template import truncate_middle
-from policy.model.per_policy import per_policy
 from policy.model.re2_spans import Spans, group_text
 from policy.model.variables import COMMON_VARIABLES, HintVariables
 from policy.runtime.exit_status import by_design, may_be_by_design, reported_status
@@ -107,7 +106,7 @@ def diagnose(
     rule = signatures[index]
     captures = {
         name: truncate_middle(decode(value), CAPTURE_LIMIT)
-        for name, group in _capture_groups(policy)[index]
+        for name, group in rule.pattern.group_numbers
         if (value := group_text(tail, spans[group])) is not None
     }
     return Diagnosis(
@@ -235,9 +234,3 @@ def _error_text(policy: CompiledPolicy, output: Output) -> str:
 def _applies(rule: SignatureRule, failed: bool, tool: str) -> bool:
     """Does the signature look at this result?"""
     return (failed or not rule.on_error_only) and (rule.tools is None or tool in rule.tools)
-
-
-@per_policy
-def _capture_groups(policy: CompiledPolicy) -> tuple[tuple[tuple[str, int], ...], ...]:
-    """Each signature pattern's named groups and their numbers."""
-    return tuple(tuple(rule.pattern.regex.groupindex.items()) for rule in policy.signatures)

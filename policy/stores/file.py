@@ -54,7 +54,7 @@ from policy.runtime.loops.state import ScopeState, drop_oldest
 from policy.runtime.workspace.kept import FolderSnapshots
 from policy.runtime.workspace.state import WorkspaceState
 
-log = logging.getLogger("policy.file_store")
+log = logging.getLogger("policy.stores")
 
 FORMAT_VERSION = 1
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)

@@ -56,7 +56,7 @@ from policy.stores.lru import LruDict
 if TYPE_CHECKING:
     import redis
 
-log = logging.getLogger("policy.redis_store")
+log = logging.getLogger("policy.stores")
 
 _RELEASE = """
 if redis.call('get', KEYS[1]) == ARGV[1] then
@@ -199,28 +199,31 @@ class RedisStore:
     def drop_thread(self, thread_id: str) -> None:
         """Forget every run of the thread; other workers read it as a reset, not a loss."""
         thread_key = self._thread_key(thread_id)
-        members = list(self.client.smembers(thread_key))
-        pipeline = self.client.pipeline()
-        if members:
-            pipeline.delete(*members, *(_epoch_key_of(member) for member in members))
-            pipeline.zrem(self._scopes_key, *members)
-        pipeline.delete(thread_key)
-        pipeline.set(self._dropped_key(thread_id), time.time(), ex=self.ttl_seconds)
-        pipeline.execute()
+        with self._connection():
+            members = list(self.client.smembers(thread_key))
+            pipeline = self.client.pipeline()
+            if members:
+                pipeline.delete(*members, *(_epoch_key_of(member) for member in members))
+                pipeline.zrem(self._scopes_key, *members)
+            pipeline.delete(thread_key)
+            pipeline.set(self._dropped_key(thread_id), time.time(), ex=self.ttl_seconds)
+            pipeline.execute()
 
     def drop_all(self) -> None:
         """Forget every thread under this store's prefix."""
         prefix = _glob_escaped(self.prefix)
-        for pattern in (f"{prefix}:state:*", f"{prefix}:thread:*", f"{prefix}:dropped:*"):
-            keys = list(self.client.scan_iter(match=pattern, count=500))
-            for start in range(0, len(keys), 500):
-                self.client.delete(*keys[start:start + 500])
-        self.client.delete(self._scopes_key)
-        self.client.set(self._dropped_all_key, time.time(), ex=self.ttl_seconds)
+        with self._connection():
+            for pattern in (f"{prefix}:state:*", f"{prefix}:thread:*", f"{prefix}:dropped:*"):
+                keys = list(self.client.scan_iter(match=pattern, count=500))
+                for start in range(0, len(keys), 500):
+                    self.client.delete(*keys[start:start + 500])
+            self.client.delete(self._scopes_key)
+            self.client.set(self._dropped_all_key, time.time(), ex=self.ttl_seconds)
 
     def __len__(self) -> int:
         """Scopes used within the last ``ttl_seconds``."""
-        return int(self.client.zcount(self._scopes_key, time.time() - self.ttl_seconds, "+inf"))
+        with self._connection():
+            return int(self.client.zcount(self._scopes_key, time.time() - self.ttl_seconds, "+inf"))
 
     def state_key(self, scope: Scope) -> str:
         return f"{self.prefix}:state:{_quoted(scope.thread_id)}:{_quoted(scope.run_id or '')}"

@@ -19,7 +19,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, ToolMessage
 
 from policy.hooks.delivery import decision_text
-from policy.model.decision import Decision
+from policy.model.decision import ALLOW, Decision
 from policy.model.events import ToolCall
 
 POLICY_KEY = "policy"
@@ -39,14 +39,18 @@ the rest ``unknown``.  Only values DeerFlow declares are used (``tool_result_met
 
 Content = str | list[str | dict[str, Any]]
 
+_NO_CAPTURES = ALLOW.captures
+"""The captures every decision without any shares."""
+
 
 def policy_metadata(decision: Decision) -> dict[str, Any]:
     """``additional_kwargs["policy"]``: what fired, on what, and the counts behind it."""
+    rule, captures = decision.rule, decision.captures
     return {
         "action": decision.action,
-        "rule": str(decision.rule) if decision.rule else None,
+        "rule": f"{rule.kind} {rule.name}" if rule else None,  # ``str(rule)``, without its call
         "signature": decision.signature,
-        "captures": dict(decision.captures),
+        "captures": {} if captures is _NO_CAPTURES else dict(captures),  # a loop decision's: none
         "counts": {key: value for key, value in decision.metadata.items() if type(value) is int},
     }
 

@@ -38,8 +38,9 @@ class Grammar:
     """A token that opens a block → the one closing it (Ruby's ``def`` … ``end``, shell's ``if`` … ``fi``)."""
     modifier_parents: frozenset[str] = frozenset()
     """Node types under which a keyword does not open a block (``x = 1 if y``)."""
-    try_closer: str = ""
-    """What a ``try`` block still waiting for its handler is closed with (`` finally {}``)."""
+    followers: Mapping[str, tuple[frozenset[str], str]] = field(default_factory=lambda: MappingProxyType({}))
+    """A keyword whose block another keyword must follow → those keywords and what a completion writes when
+    none has come (``try`` → ``catch``/``finally``: `` finally {}``; ``do`` → ``while``: `` while (0);``)."""
     fillers: tuple[bytes, ...] = ()
     """More text tried after an unfinished statement (shell's ``if x`` waiting for its ``then``)."""
     endings: tuple[bytes, ...] = ()
@@ -60,7 +61,9 @@ _FOR_DO = re.compile(rb"\bfor[ \t]+\w+([ \t])[ \t]*do\b")
 _NTH_ARGUMENT = re.compile(rb":nth-(?:last-)?(?:child|of-type)\(([^()\n]*)\)")
 """``:nth-child(2n-1)``, whose ``An+B`` tree-sitter-css 0.25 does not know."""
 
-_ARROW_BODY = (b" => {}",)
+_JS_ENDINGS = (b" => {}", b" from ''")
+"""An arrow function's parameters waiting for ``=> body``; an import list (``import {\n  A,``) waiting for
+``from``."""
 _TYPE_ARGUMENTS = (b">", b" _>", b">() {}", b"> = _")
 """A type's argument list still open (``Fn<\n  Date,``): ``<`` is no bracket to the closers."""
 _XML_DECLARATION = re.compile(rb"<\?xml\b[^<>]*\?>")
@@ -69,24 +72,30 @@ _ESCAPED_ANGLE = re.compile(rb"&(?:lt|#60|#x3[cC]);[^<>&\n]{0,200}(>)")
 """A ``>`` in text after an escaped ``<`` (``&#x3C;string>``): valid HTML that tree-sitter-html rejects."""
 _RUBY_BLOCKS = ("def", "class", "module", "do", "begin", "case", "if", "unless", "while", "until", "for")
 _C_LIKE = (BLOCK_COMMENT_END, '"')
-_FINALLY = " finally {}"
+_DO_WHILE = {"do": (frozenset({"while"}), " while (0);")}
+_FOLLOWERS = MappingProxyType({"try": (frozenset({"catch", "finally"}), " finally {}"), **_DO_WHILE})
+"""``try`` … ``catch``/``finally`` and ``do`` … ``while``: JavaScript, TypeScript, Java, PHP."""
+_C_FOLLOWERS = MappingProxyType(_DO_WHILE)
+_CPP_FOLLOWERS = MappingProxyType({"try": (frozenset({"catch"}), " catch (...) {}"), **_DO_WHILE})
 _JS_TAILS = (BLOCK_COMMENT_END, "`", '"', "'")
 
 GRAMMARS: dict[str, Grammar] = {
     grammar.name: grammar
     for grammar in (
-        Grammar("javascript", "tree_sitter_javascript", "language", _JS_TAILS, try_closer=_FINALLY,
-                endings=_ARROW_BODY),
-        Grammar("typescript", "tree_sitter_typescript", "language_typescript", _JS_TAILS, try_closer=_FINALLY,
-                endings=_ARROW_BODY, fillers=_TYPE_ARGUMENTS, stand_ins=((_IMPORT_TYPE, b"_"),)),
-        Grammar("tsx", "tree_sitter_typescript", "language_tsx", _JS_TAILS, try_closer=_FINALLY,
-                endings=_ARROW_BODY, fillers=_TYPE_ARGUMENTS, stand_ins=((_IMPORT_TYPE, b"_"),)),
+        Grammar("javascript", "tree_sitter_javascript", "language", _JS_TAILS, followers=_FOLLOWERS,
+                endings=_JS_ENDINGS),
+        Grammar("typescript", "tree_sitter_typescript", "language_typescript", _JS_TAILS,
+                followers=_FOLLOWERS, endings=_JS_ENDINGS, fillers=_TYPE_ARGUMENTS,
+                stand_ins=((_IMPORT_TYPE, b"_"),)),
+        Grammar("tsx", "tree_sitter_typescript", "language_tsx", _JS_TAILS, followers=_FOLLOWERS,
+                endings=_JS_ENDINGS, fillers=_TYPE_ARGUMENTS, stand_ins=((_IMPORT_TYPE, b"_"),)),
         Grammar("go", "tree_sitter_go", "language", (*_C_LIKE, "`")),
         Grammar("rust", "tree_sitter_rust", "language", (*_C_LIKE, '"#', '"##'), terminator=";"),
-        Grammar("java", "tree_sitter_java", "language", (BLOCK_COMMENT_END, '"""', '"'), try_closer=_FINALLY,
+        Grammar("java", "tree_sitter_java", "language", (BLOCK_COMMENT_END, '"""', '"'), followers=_FOLLOWERS,
                 terminator=";"),
-        Grammar("c", "tree_sitter_c", "language", _C_LIKE, terminator=";", conditionals=True),
-        Grammar("cpp", "tree_sitter_cpp", "language", (*_C_LIKE, ')"'), try_closer=" catch (...) {}",
+        Grammar("c", "tree_sitter_c", "language", _C_LIKE, followers=_C_FOLLOWERS,
+                terminator=";", conditionals=True),
+        Grammar("cpp", "tree_sitter_cpp", "language", (*_C_LIKE, ')"'), followers=_CPP_FOLLOWERS,
                 terminator=";", conditionals=True),
         Grammar(
             "ruby", "tree_sitter_ruby", "language", ('"', "'", "`", "\n=end\n"),
@@ -95,7 +104,7 @@ GRAMMARS: dict[str, Grammar] = {
                                         "rescue_modifier", "conditional"}),
             heredoc=re.compile(rb"<<[~-]?(['\"`]?)([A-Za-z_]\w*)\1"),
         ),
-        Grammar("php", "tree_sitter_php", "language_php", (*_C_LIKE, "'"), try_closer=_FINALLY,
+        Grammar("php", "tree_sitter_php", "language_php", (*_C_LIKE, "'"), followers=_FOLLOWERS,
                 terminator=";", heredoc=re.compile(rb"<<<[ \t]*(['\"]?)([A-Za-z_]\w*)\1")),
         Grammar("shell", "tree_sitter_bash", "language", ("'", '"', "`"),
                 keywords=MappingProxyType({"if": "fi", "do": "done", "case": "esac"}),

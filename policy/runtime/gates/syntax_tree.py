@@ -13,7 +13,9 @@ parse.  Otherwise the gate blocks only what the write breaks:
   open, after an optional filler for an unfinished statement — and the
   completed text parsed again; an error that remains stands when it starts
   before the last line (or before the string or comment the completion
-  closed) or ends before the text does: valid text follows it;
+  closed) or ends before the text does: valid text follows it; or when it
+  starts the last line and that line is finished (``_FINISHED``): no append
+  changes a line that ended;
 - an error the file already had before the write (same line, the edit's
   shift applied) is not the write's doing.
 
@@ -40,12 +42,13 @@ _TAGS = (*_OPENING_TAGS, "jsx_closing_element", "end_tag")
 """The tags whose closing ``>`` opens or closes an element (JSX, HTML)."""
 _VOID_ELEMENTS = frozenset(f"</{name}>" for name in (
     "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"))
-_TRY = "try"
-"""On the closer stack: a ``try`` whose block closed but whose handler has not come yet."""
 FILLERS = (b" _", b" _;", b" : _", b" {}")
 """Text tried after an unfinished statement (``x =``, ``a ?`` …, a declaration header with no body)."""
 _CLOSED_KINDS = ("string", "comment", "heredoc", "template", "text_block", "raw", "quote", "attribute_value")
 _SNIPPET_TEXT = 30
+_FINISHED = (b")", b"]", b"}", b";", b"end")
+"""How a finished line ends: an error the completion leaves at its first token is no cut-off statement (an
+``end`` inside a hash, a method header inside a method)."""
 
 
 @dataclass(frozen=True)
@@ -95,8 +98,8 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> 
     if not partial:
         return "invalid", conditions + list(error_sites(tree))
     first: list[Site] | None = None
-    for completed, closed in _completions(tree_parser, grammar, data, tree):
-        standing = _standing(data, completed, closed)
+    for suffix, closed in _completions(tree_parser, grammar, data, tree):
+        standing = _standing(data, tree_parser.parse(data + suffix), closed)
         if not standing:
             return ("invalid", conditions) if conditions else ("incomplete", [])
         first = standing if first is None else first
@@ -104,25 +107,37 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> 
     return "invalid", conditions + first
 
 
-def _completions(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any) -> Iterator[tuple[Any, bool]]:
-    """Trees of the text with what is open at the end closed; True: a tail closed a string or comment."""
+def completions(name: str, text: str) -> list[str]:
+    """The endings the gate tries after ``text`` to close what is open at its end, in the order tried.
+
+    ``text`` followed by one of them is what the gate parses to decide that ``text`` is a cut-off
+    prefix; a caller can hand the result to the language's own checker.
+    """
+    tree_parser = parser(name)
+    data = text.encode("utf-8", "surrogateescape")
+    return [suffix.decode("utf-8", "surrogateescape")
+            for suffix, _ in _completions(tree_parser, GRAMMARS[name], data, tree_parser.parse(data))]
+
+
+def _completions(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any) -> Iterator[tuple[bytes, bool]]:
+    """Endings that close what is open at the end of the text; True: a tail closed a string or comment."""
     close = closers(tree, grammar)
     for filler in (b"", *FILLERS, *grammar.fillers):
-        yield tree_parser.parse(data + filler + close), False
+        yield filler + close, False
     for ending in grammar.endings:
-        yield tree_parser.parse(data + close + ending), False
+        yield close + ending, False
     for tail in grammar.tails:
         with_tail = data + tail.encode()
         tail_tree = tree_parser.parse(with_tail)
         if _closes_open_token(tail_tree, len(data), len(with_tail)):
-            yield tree_parser.parse(with_tail + closers(tail_tree, grammar)), True
+            yield tail.encode() + closers(tail_tree, grammar), True
     if grammar.heredoc is not None:
         openers = list(grammar.heredoc.finditer(data))
         if openers:
-            with_tail = data + b"\n" + openers[-1].group(2) + b"\n"
-            close = closers(tree_parser.parse(with_tail), grammar)
+            terminator = b"\n" + openers[-1].group(2) + b"\n"
+            close = closers(tree_parser.parse(data + terminator), grammar)
             for filler in (b"", b";"):
-                yield tree_parser.parse(with_tail + filler + close), True
+                yield terminator + filler + close, True
 
 
 def _closes_open_token(tree: Any, content_end: int, tail_end: int) -> bool:
@@ -141,7 +156,11 @@ def _standing(data: bytes, tree: Any, closed: bool) -> list[Site]:
     threshold = data.rfind(b"\n", 0, content_end) + 1
     if closed:
         threshold = min(threshold, _closed_start(tree, content_end, threshold))
-    return [site for site in error_sites(tree) if site.start < threshold or site.end < content_end]
+    last_line = data[threshold:content_end]
+    first_token = content_end - len(last_line.lstrip())
+    finished = not closed and data.endswith(b"\n") and last_line.endswith(_FINISHED)
+    return [site for site in error_sites(tree) if site.start < threshold or site.end < content_end
+            or (finished and site.missing is None and site.start == first_token)]
 
 
 def _closed_start(tree: Any, position: int, fallback: int) -> int:
@@ -178,7 +197,8 @@ def closers(tree: Any, grammar: Grammar) -> bytes:
         while not cursor.goto_next_sibling():
             if not cursor.goto_parent():
                 separator = "\n" if grammar.keywords else ""
-                entries = [grammar.try_closer if entry == _TRY else entry for entry in reversed(stack)]
+                entries = [grammar.followers[entry][1] if entry in grammar.followers else entry
+                           for entry in reversed(stack)]
                 if grammar.terminator:
                     entries = [grammar.terminator + entry if entry == "}" and index and entries[index - 1] in
                                (")", "]") else entry for index, entry in enumerate(entries)]
@@ -197,9 +217,9 @@ def _track(stack: list[str], node: Any, grammar: Grammar) -> None:
         elif tag in stack:
             while stack.pop() != tag:
                 pass
-    elif kind == _TRY and grammar.try_closer:
-        stack.append(_TRY)
-    elif kind in ("catch", "finally") and stack and stack[-1] == _TRY:
+    elif kind in grammar.followers:
+        stack.append(kind)  # a ``try`` or ``do`` whose block has not been followed by its keyword yet
+    elif stack and stack[-1] in grammar.followers and kind in grammar.followers[stack[-1]][0]:
         stack.pop()
     elif kind in _OPENERS:
         stack.append(_OPENERS[kind])

@@ -130,7 +130,7 @@ class LoopDetector:
             metadata: dict[str, Any] = {"layer": finding.kind, **finding.facts, **finding.metadata}
             return Decision(action=finding.action, rule=finding.ref, call_id=finding.call.id,
                             metadata=metadata)
-        summary = call_summary(finding.call)
+        summary = finding.call_text()
         rendered: dict[str, Any] = {}
         if finding.hint is None:
             hint = f"[policy] loop {finding.ref.name} {finding.action}: {finding}."

@@ -21,6 +21,8 @@ from policy.runtime.loops.layer import Fields, Layer, checked_str
 
 @dataclass(slots=True)
 class FrequencyState:
+    """What ``loop frequency`` remembers of one scope."""
+
     tools: list[str | None] = field(default_factory=list)
     """Slot → tool name; None is a free slot (its tool left the window)."""
     window: str = ""

@@ -27,6 +27,8 @@ CYCLE_CALL_LENGTH = 60
 
 @dataclass(slots=True)
 class OscillationState:
+    """What ``loop oscillation`` remembers of one scope."""
+
     items: bytes = b""
     """Per result, oldest first: fingerprint of the (call, result) pair, or of the call alone."""
     keys: bytes = b""

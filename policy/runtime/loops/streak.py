@@ -22,6 +22,8 @@ from policy.runtime.loops.layer import ErrorKey, Fields, Layer, Observed
 
 @dataclass(slots=True)
 class StreakState:
+    """What ``loop error_streak`` remembers of one scope."""
+
     key: bytes = b""
     """Fingerprint of the error of the current streak (empty: no streak)."""
     count: int = 0

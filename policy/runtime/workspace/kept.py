@@ -4,8 +4,8 @@ A scope's state names the snapshot it last saw by its key (a digest of its
 packed form) rather than carrying it: a snapshot of 20,000 files takes about a
 megabyte, more than a size-bounded store keeps for a whole session, and scopes
 of one workspace mostly see the same snapshot.  The keeper holds the few most
-recent snapshots; one it no longer holds reads as None (the sweep then has no
-"before" for that command).
+recent snapshots; one it no longer holds reads as None (the sweep then takes the
+files modified since the command started for what it changed).
 
 - ``MemorySnapshots``: in this process (a guard's own, or a store's for every
   guard sharing it).
@@ -23,7 +23,6 @@ import hashlib
 import logging
 import os
 import threading
-import uuid
 from pathlib import Path
 from typing import Protocol
 
@@ -166,7 +165,7 @@ class FolderSnapshots(BackedSnapshots):
         return self.folder / f"{key}{_SUFFIX}"
 
     def _write(self, path: Path, packed: bytes) -> None:
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(16).hex()}.tmp")
         try:
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
             with os.fdopen(fd, "wb") as handle:

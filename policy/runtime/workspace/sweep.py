@@ -57,19 +57,30 @@ class Broken:
 
 @dataclass(slots=True)
 class SweepResult:
+    """What a sweep found among the gated files a command changed."""
+
     broken: list[Broken] = field(default_factory=list)
     incomplete: list[tuple[str, GateRule]] = field(default_factory=list)
     unchecked: list[str] = field(default_factory=list)
     too_large: list[tuple[str, GateRule, str]] = field(default_factory=list)
     """Gated files the command changed that are over ``max_check_bytes``: path, gate, reason."""
+    before_lost: bool = False
+    """The "before" snapshot was no longer kept and file times could not stand in: nothing was checked."""
 
 
-def sweep(policy: CompiledPolicy, workspace: Workspace, state: WorkspaceState, before: Snapshot,
+def sweep(policy: CompiledPolicy, workspace: Workspace, state: WorkspaceState, before: Snapshot | None,
           after: Snapshot, *, started_ns: int, predicted: Mapping[str, str]) -> SweepResult:
     """Check what changed from ``before`` to ``after``; update ``state`` (verdicts, fingerprint).
 
-    ``predicted``: path → content digest of the files the command's text said it writes.
+    ``before`` None: the snapshot from before the command is no longer kept; on a local clock the
+    files changed since the command started stand for what it changed, otherwise nothing is
+    checked and the result says so.  ``predicted``: path → content digest of the files the
+    command's text said it writes.
     """
+    if before is None:
+        if not workspace.local_clock or not started_ns:
+            return SweepResult(before_lost=True)
+        before = after.without_changes_since(started_ns - CLOCK_SLACK_NS)
     changes = before.changes(after)
     result = SweepResult()
     if not changes:
@@ -148,6 +159,9 @@ def _remember(state: WorkspaceState, path: str, stat: tuple[int, int, int], pass
 def sweep_decision(policy: CompiledPolicy, call: ToolCall, command: str, result: SweepResult) -> Decision:
     """A ``hint`` naming every file the command broke; ALLOW when it broke none (with
     ``"checker": "unavailable"`` metadata when a file it changed was too large to check)."""
+    if result.before_lost:
+        return Decision(metadata={"sweep": "unchecked", "reason": "the workspace snapshot from before the "
+                                  "command was no longer kept"})
     if not result.broken:
         return Decision(metadata=_too_large_facts(result)) if result.too_large else ALLOW
     hints: list[str] = []
