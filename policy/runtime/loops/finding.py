@@ -29,7 +29,7 @@ class Finding:
     facts: dict[str, Any]
     """The kind's hint variables (counts, thresholds, what repeated); also the decision's metadata."""
     describe: Callable[[Finding], str]
-    """One plain line: the hint when the rule has no template, and the log text."""
+    """One plain line: the hint when the rule has no template."""
     mark: Callable[[], None] | None = None
     """Suppress this warning from repeating; called only when this finding is the one selected."""
     metadata: dict[str, Any] = field(default_factory=dict)
