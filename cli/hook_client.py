@@ -31,6 +31,8 @@ import os
 import sys
 
 MAGIC = b"PCH1"
+PREFIX = "policyctl hook claude-code"
+"""How the hook's messages start (``policy.hooks.respond`` uses the same)."""
 DEFAULT_POLICY = "builtin:claude-code"
 RESIDENT_ENV = "POLICYCTL_HOOK_RESIDENT"
 IDLE_ENV = "POLICYCTL_HOOK_IDLE"
@@ -49,19 +51,34 @@ def run(arguments: list[str]) -> int | None:
         return None
     policy, resident = options
     stdin = sys.stdin.buffer.read()
+    if not policy:  # the guard never switches off silently: the user and the debug log are told
+        write(*no_policy())
+        return 0
     path = socket_path() if resident and resident_wanted() else None
     reply = forward(path, policy, stdin) if path is not None and os.path.exists(path) else None
     answered_here = reply is None
-    out, err = answer_here(policy, stdin) if reply is None else reply
+    write(*(answer_here(policy, stdin) if reply is None else reply))
+    if answered_here and path is not None:  # after the answer: its start-up does not delay this event
+        start_resident(path, policy)
+    return 0
+
+
+def write(out: bytes, err: bytes) -> None:
+    """Print an answer: its JSON on stdout, its report on stderr."""
     if out:
         sys.stdout.buffer.write(out + (b"" if out.endswith(b"\n") else b"\n"))
         sys.stdout.buffer.flush()
     if err:
         sys.stderr.buffer.write(err)
         sys.stderr.buffer.flush()
-    if answered_here and path is not None:  # after the answer: its start-up does not delay this event
-        start_resident(path, policy)
-    return 0
+
+
+def no_policy() -> tuple[bytes, bytes]:
+    """The answer to every event under ``--policy ""``: a systemMessage, and the same on stderr."""
+    import json
+
+    message = f"{PREFIX}: --policy is empty, so no policy is loaded and the call is not guarded"
+    return json.dumps({"systemMessage": message}).encode(), f"{message}\n".encode()
 
 
 def resident_wanted() -> bool:
@@ -147,7 +164,7 @@ def answer_here(policy: str, stdin: bytes) -> tuple[bytes, bytes]:
 
 def _options(arguments: list[str]) -> tuple[str, bool] | None:
     """``(policy source, use the resident process)``; None for anything but ``--policy P`` and
-    ``--no-resident``."""
+    ``--no-resident``.  An empty ``P`` stays empty (``run`` reports it)."""
     policy, resident = DEFAULT_POLICY, True
     rest = list(arguments)
     while rest:
@@ -160,9 +177,9 @@ def _options(arguments: list[str]) -> tuple[str, bool] | None:
             policy = argument.partition("=")[2]
         else:
             return None
-    if not policy:
-        return None
-    return (policy if policy.startswith("builtin:") else os.path.abspath(policy)), resident
+    if not policy or policy.startswith("builtin:"):
+        return policy, resident
+    return os.path.abspath(policy), resident
 
 
 def _private_folder() -> str | None:

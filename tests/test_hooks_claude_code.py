@@ -282,6 +282,18 @@ def test_a_broken_policy_is_reported_and_the_call_goes_unguarded(hook: Hook, tmp
     assert "broken.policy" in reply["systemMessage"]
 
 
+@pytest.mark.parametrize("option", [["--policy", ""], ["--policy="]])
+def test_an_empty_policy_option_is_reported_and_never_silent(hook: Hook, option: list[str]) -> None:
+    for event in (hook.event("pre_write_broken_python"), {"hook_event_name": "SessionStart",
+                                                           "session_id": "s-1", "cwd": str(hook.project)}):
+        done = hook.run(event, *option)
+
+        assert done.returncode == 0 and "Traceback" not in done.stderr
+        message = json.loads(done.stdout)["systemMessage"]
+        assert "--policy is empty" in message and "not guarded" in message
+        assert message in done.stderr  # also in Claude Code's debug log
+
+
 def test_a_missing_policy_file_is_reported(hook: Hook, tmp_path: Path) -> None:
     done = hook.invoke(hook.event("pre_bash"), "--policy", str(tmp_path / "nope.policy"))
 
@@ -647,16 +659,24 @@ def test_every_hint_the_claude_code_policy_delivers_states_facts() -> None:
                                    if path.read_text(encoding="utf-8") not in used)
 
 
+def test_the_hint_guide_shows_hints_that_state_facts() -> None:
+    guide = (ROOT / "docs" / "hints.md").read_text(encoding="utf-8")
+    example = guide.split("```", 2)[1]  # the first example: a policy's hint declarations
+    texts = re.findall(r'^hint \w+ "([^"]+)"', example, re.MULTILINE)
+    texts += re.findall(r"^\[[A-Z ]+\].*", example, re.MULTILINE)  # the lines of a multi-line hint
+    assert len(texts) == 2, example
+    for text in texts:
+        assert not IMPERATIVE.search(text), text
+    assert "State what usually fixes it" in guide and "Say what not to do" not in guide
+
+
 def _hint_source(policy: Any, rule: str) -> str | None:
     """The template source behind a decision's rule (``signature NAME``, ``gate NAME``, ``loop repeat`` …)."""
     kind, _, name = rule.partition(" ")
-    if kind == "loop":
-        layer = getattr(policy, name)
-        return layer.hint.source if layer is not None and layer.hint is not None else None
     if kind in ("sweep", "incomplete"):
         hint = policy.workspace.hint if kind == "sweep" else policy.workspace.incomplete_hint
         return hint.source if hint else None
-    rules = policy.signatures if kind == "signature" else policy.gates
+    rules = {"loop": policy.loops, "signature": policy.signatures}.get(kind, policy.gates)
     found = next((r for r in rules if r.ref.name == name), None)
     return found.hint.source if found is not None and found.hint is not None else None
 
@@ -882,6 +902,36 @@ def test_cached_hint_templates_render_from_their_compiled_code(tmp_path: Path) -
     assert template.render_checked(variables) == expected
     other_jinja2 = dataclasses.replace(template, code=("0.0-other", template.code[1]))
     assert other_jinja2.render_checked(variables) == expected  # compiled again from its source
+
+
+def test_writing_an_entry_prunes_old_and_surplus_entries(tmp_path: Path) -> None:
+    from policy.hooks.policy_cache import MAX_AGE_DAYS, MAX_ENTRIES, PolicyCache
+
+    folder = tmp_path / "compiled"
+    cache = PolicyCache(folder)
+    cache.load("builtin:claude-code")
+    (current,) = folder.glob("*.pickle")
+    key = folder / "key"
+    now = time.time()
+    surplus = [folder / f"{number:040x}.pickle" for number in range(MAX_ENTRIES + 5)]
+    for age, path in enumerate(surplus):  # written a minute apart, the newest first
+        path.write_bytes(b"entry")
+        os.utime(path, (now - 60 * (age + 1),) * 2)
+    old = folder / f"{'a' * 40}.pickle"
+    old.write_bytes(b"entry")
+    os.utime(old, (now - (MAX_AGE_DAYS + 1) * 86400,) * 2)
+    half_written = folder / f".{current.name}.{'0' * 32}.tmp"
+    half_written.write_bytes(b"half")
+    os.utime(half_written, (now - 2 * 3600,) * 2)
+    os.utime(current, (now - 90,) * 2)  # between the two newest others
+
+    cache.load("builtin:default")  # a miss: its entry is written, and the folder pruned
+
+    (written,) = set(folder.glob("*.pickle")) - {current, old, *surplus}
+    left = set(folder.glob("*.pickle"))
+    assert len(left) == MAX_ENTRIES and written in left and key.exists()
+    assert not old.exists() and not half_written.exists()
+    assert left == {written, current, *surplus[:MAX_ENTRIES - 2]}  # the newest stay
 
 
 def test_a_resident_process_that_never_answers_is_not_waited_for(tmp_path: Path) -> None:

@@ -12,7 +12,9 @@ from policy.language.loader import load_policy
 from policy.model.compiled import CompiledPolicy, FrequencyRule
 from policy.model.decision import RuleRef
 from policy.model.events import ToolCall
+from policy.model.variables import call_summary
 from policy.runtime.loops.detector import LoopDetector
+from policy.runtime.loops.finding import Finding
 from policy.runtime.loops.frequency import FrequencyLayer, FrequencyState
 from policy.runtime.loops.state import ScopeState
 
@@ -263,3 +265,25 @@ def test_an_empty_batch_changes_nothing(ordering: tuple[LoopDetector, ScopeState
 def test_a_policy_without_loop_rules_allows_everything(tmp_path: Path) -> None:
     detector, state = LoopDetector(load(tmp_path, 'policy "none" { }')), ScopeState()
     assert {detector.on_turn(state, [call("bash", "same")]).action for _ in range(50)} == {"allow"}
+
+
+@pytest.mark.parametrize("length", [0, 10, 78, 79, 80, 81, 159, 160, 161, 400])
+@pytest.mark.parametrize("limit", [1, 2, 80, 160, 200])
+def test_a_findings_call_text_is_the_call_summary_it_would_be_made_as(length: int, limit: int) -> None:
+    """One summary per finding serves its log line, hint and metadata; a shorter one is cut from it."""
+    tool_call = ToolCall(id="c1", name="bash", args={"command": "x" * length})
+    finding = Finding("repeat", "warn", RuleRef("loop", "repeat"), None, tool_call, {}, lambda f: "")
+    assert finding.call_text(limit) == call_summary(tool_call, limit)
+    assert finding.call_text() == call_summary(tool_call)
+
+
+def test_the_log_line_names_the_call_but_keeps_its_arguments_out(
+    ordering: tuple[LoopDetector, ScopeState], caplog: pytest.LogCaptureFixture
+) -> None:
+    detector, state = ordering
+    secret = call("bash", "curl -H 'Authorization: Bearer s3cr3t' https://api")
+    with caplog.at_level(logging.INFO, logger="policy.loops"):
+        decision = detector.on_turn(state, [secret])
+        decision = detector.on_turn(state, [ToolCall("c-again", "bash", secret.args)])
+    assert decision.action == "warn"
+    assert [r.getMessage() for r in caplog.records] == ["loop repeat warn on call c-again: bash, count 2"]

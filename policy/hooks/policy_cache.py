@@ -4,9 +4,10 @@ A hook process that must compile its policy pays for the whole language
 stack (Lark, pydantic) on every event; one that finds the compiled policy
 here only unpickles it.  An entry is used only when
 
-- the package's code and the interpreter are the ones that wrote it
+- the package's code, Jinja2's and the interpreter are the ones that wrote it
   (:func:`code_identity`: every module's size and modification time, and the
-  Python version — an upgrade or an edit of policyctl invalidates it);
+  Python version — an upgrade or an edit of policyctl or Jinja2 invalidates it:
+  hint templates are kept compiled, as Jinja2 code and as programs);
 - every file it was built from (policy files, ``extends`` bases, hint
   templates) still has the content it had (SHA-256), and no hint template
   that would now take precedence has appeared;
@@ -15,7 +16,10 @@ here only unpickles it.  An entry is used only when
   Nothing is unpickled before the HMAC checks out, and even then only
   policyctl's own classes (and a handful of builtins) may be rebuilt.
 
-A missing, stale, foreign or corrupt entry is simply compiled again.
+A missing, stale, foreign or corrupt entry is simply compiled again.  Each
+new entry prunes the folder: entries not written for ``MAX_AGE_DAYS`` go,
+and of the rest only the ``MAX_ENTRIES`` written last stay (every edit or
+upgrade of policyctl writes new ones).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import importlib.util
 import io
 import os
 import pickle
@@ -46,16 +51,28 @@ _MAC_BYTES = hashlib.sha256().digest_size
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 _ALLOWED_BUILTINS = frozenset({"frozenset", "set", "tuple", "list", "dict", "getattr"})
 
+MAX_ENTRIES = 32
+"""Entries the folder keeps (the newest): a user's policies, times the policyctl versions in use."""
+MAX_AGE_DAYS = 30
+"""An entry not written for this long is removed (one still in use is compiled again once)."""
+_ENTRY_SUFFIX = ".pickle"
+_TEMPORARY_AGE_SECONDS = 3600
+"""A half-written entry (its writer was killed) older than this is removed."""
+
 Dependencies = tuple[tuple[str, str | None], ...]
 """(path, SHA-256 of its content, or None: the file must not exist)."""
 
 
 @cache
 def code_identity() -> str:
-    """What a cached policy depends on besides its files: the interpreter and policyctl's own code."""
+    """What a cached policy depends on besides its files: the interpreter, policyctl's own code and
+    Jinja2's (found without importing it)."""
     digest = hashlib.sha256(sys.version.encode())
     digest.update(str(sys.implementation.cache_tag).encode())
     _add_sources(digest, str(_PACKAGE_DIR))
+    jinja2 = importlib.util.find_spec("jinja2")
+    for folder in (jinja2.submodule_search_locations or []) if jinja2 is not None else []:
+        _add_sources(digest, folder)
     return digest.hexdigest()
 
 
@@ -147,7 +164,7 @@ class PolicyCache:
         """The compiled policy ``source`` names, from the cache when its entry is still true;
         raises ``PolicyError``/``OSError`` as ``load_policy`` does."""
         folder = self._private_folder()
-        entry = folder / f"{self._entry_name(source)}.pickle" if folder is not None else None
+        entry = folder / f"{self._entry_name(source)}{_ENTRY_SUFFIX}" if folder is not None else None
         if entry is not None and folder is not None:
             cached = self._read(folder, entry)
             if cached is not None and unchanged(cached[1]):
@@ -159,6 +176,7 @@ class PolicyCache:
         if entry is not None and folder is not None:
             with contextlib.suppress(OSError, pickle.PicklingError, TypeError, AttributeError):
                 self._write(folder, entry, policy, deps)
+            prune(folder, keep=entry)
         return policy, deps
 
     # --- implementation ---------------------------------------------------------
@@ -216,6 +234,31 @@ class PolicyCache:
             temporary.unlink(missing_ok=True)
 
 
+def prune(folder: Path, keep: Path, max_entries: int = MAX_ENTRIES,
+          max_age_days: float = MAX_AGE_DAYS) -> None:
+    """Remove the entries of ``folder`` (never ``keep``, never the key) not written for
+    ``max_age_days``, then all but the ``max_entries`` written last, and half-written ones."""
+    now = time.time()
+    entries: list[tuple[float, str]] = []
+    with contextlib.suppress(OSError), os.scandir(folder) as listing:
+        for item in listing:
+            with contextlib.suppress(OSError):
+                info = item.stat(follow_symlinks=False)
+                if not stat.S_ISREG(info.st_mode) or item.path == str(keep):
+                    continue
+                if item.name.startswith(".") and item.name.endswith(".tmp"):
+                    if now - info.st_mtime > _TEMPORARY_AGE_SECONDS:
+                        os.unlink(item.path)
+                elif item.name.endswith(_ENTRY_SUFFIX):
+                    entries.append((info.st_mtime, item.path))
+    entries.sort(reverse=True)
+    kept = max(max_entries - 1, 0)  # ``keep`` is one of them
+    for number, (written, path) in enumerate(entries):
+        if number >= kept or now - written > max_age_days * 86400:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+
+
 def _private(info: os.stat_result) -> bool:
     """Owned by this user and writable by nobody else (a directory or a regular file, no link)."""
     kind_ok = stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)
@@ -243,10 +286,9 @@ def _read_only(mapping: dict[str, Any]) -> Mapping[str, Any]:
 
 
 class _PolicyPickler(pickle.Pickler):
-    """Pickles dataclasses through their constructor (so derived fields, compiled matchers and
-    cached templates are rebuilt, not stored), hint templates with their compiled code (so
-    rendering one needs no Jinja2 parse), read-only mappings as mappings, RE2 patterns as
-    their source."""
+    """Pickles dataclasses through their constructor (so derived fields, compiled patterns and
+    cached templates are rebuilt when first used, not stored), hint templates with their
+    compiled code (so rendering one needs no Jinja2 parse), read-only mappings as mappings."""
 
     def reducer_override(self, obj: Any) -> Any:
         if isinstance(obj, HintTemplate) and obj.code is None:
@@ -256,31 +298,14 @@ class _PolicyPickler(pickle.Pickler):
         if is_dataclass(obj) and not isinstance(obj, type):
             values = tuple(getattr(obj, f.name) for f in fields(obj) if f.init)
             return _rebuild, (type(obj), values)
-        if type(obj).__module__ == "re2" and hasattr(obj, "pattern") and hasattr(obj, "options"):
-            return _compile_re2, (obj.pattern, _options_dict(obj.options))
         return NotImplemented
-
-
-def _options_dict(options: Any) -> dict[str, Any]:
-    names = [name for name in dir(options) if not name.startswith("_")]
-    return {name: getattr(options, name) for name in names if isinstance(getattr(options, name), bool | int)}
-
-
-def _compile_re2(pattern: Any, options: dict[str, Any]) -> Any:
-    import re2
-
-    compiled_options = re2.Options()
-    for name, value in options.items():
-        with contextlib.suppress(AttributeError, TypeError):
-            setattr(compiled_options, name, value)
-    return re2.compile(pattern, compiled_options)
 
 
 class _PolicyUnpickler(pickle.Unpickler):
     """Rebuilds only policyctl's classes and a few builtins."""
 
     def find_class(self, module: str, name: str) -> Any:
-        if module == __name__ and name in ("_rebuild", "_read_only", "_compile_re2"):
+        if module == __name__ and name in ("_rebuild", "_read_only"):
             return globals()[name]
         if module == "builtins" and name in _ALLOWED_BUILTINS:
             return super().find_class(module, name)

@@ -14,12 +14,13 @@ from dataclasses import dataclass, field, replace
 
 from policy.language import ast
 from policy.language.collector import DiagnosticCollector, did_you_mean, join_help, quoted_list
-from policy.language.schema import DECLARATIONS, LOOP_LAYERS, VALIDATORS, Spec
+from policy.language.schema import DECLARATIONS, LOOP_LAYERS, VALIDATORS
+from policy.language.spec import Spec
 from policy.language.value_forms import Part, Resolution, form, resolve, usage, values_span_text
 from policy.model.diagnostics import Span
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Setting:
     """A validated setting and, when it has a block, its validated settings."""
 
@@ -111,7 +112,10 @@ def _declaration(statement: ast.Statement, spec: Spec, report: DiagnosticCollect
     broken: set[str] = set()
     if statement.block is not None and settings_spec is not None and not spec.steps:
         settings, broken = read_block(statement.block, settings_spec, report)
-    return Declaration(spec.name, name, statement, settings, frozenset(broken))
+    return Declaration(spec.name, name, statement, settings, frozenset(broken) if broken else _NONE_BROKEN)
+
+
+_NONE_BROKEN: frozenset[str] = frozenset()
 
 
 def _add_declaration(
@@ -325,34 +329,25 @@ def _split_run_on(statement: ast.Statement, specs: Mapping[str, Spec]) -> list[a
     ``tools bash hint h`` splits (``tools bash`` and ``hint h`` both fit);
     ``ignore key`` does not (``key`` alone is not a valid statement).
     """
+    if statement.name not in specs:
+        return None
     starts = [i for i, v in enumerate(statement.values) if isinstance(v, ast.Name) and v.value in specs]
-    if statement.name not in specs or not starts:
+    if not starts:
         return None
     bounds = [*starts, len(statement.values)]
+    lines = statement.lines
+    first_end = statement.values[starts[0] - 1].end if starts[0] else statement.start + len(statement.name)
     pieces = [
-        ast.Statement(
-            span=spanning(statement.span, statement.values[starts[0] - 1].span)
-            if starts[0]
-            else statement.name_span,
-            name=statement.name,
-            name_span=statement.name_span,
-            values=statement.values[: starts[0]],
-            block=None,
-        )
+        ast.Statement(lines=lines, start=statement.start, end=first_end, name=statement.name,
+                      values=statement.values[: starts[0]], block=None)
     ]
     for index, start in enumerate(starts):
         head = statement.values[start]
         assert isinstance(head, ast.Name)
         rest = statement.values[start + 1 : bounds[index + 1]]
-        last_span = rest[-1].span if rest else head.span
         pieces.append(
-            ast.Statement(
-                span=spanning(head.span, last_span),
-                name=head.value,
-                name_span=head.span,
-                values=rest,
-                block=None,
-            )
+            ast.Statement(lines=lines, start=head.start, end=rest[-1].end if rest else head.end,
+                          name=head.value, values=rest, block=None)
         )
     last = pieces[-1]
     pieces[-1] = replace(last, block=statement.block)

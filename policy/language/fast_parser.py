@@ -20,62 +20,65 @@ from typing import Any
 
 from policy.language import ast, leaves
 from policy.language.leaves import MAX_DEPTH
-from policy.model.diagnostics import Span
 
 TERMINAL_ORDER = (
     "SIZE", "LONG_STRING", "RANGE", "STRING", "REGEX", "NUMBER", "NAME", "_SEP", "COMMENT", "WS",
     "COLON", "COMMA", "EQUALS", "LBRACE", "LBRACKET", "RBRACE", "RBRACKET",
 )
 """Every terminal of the grammar, in the order Lark's lexer tries them (priority first)."""
-_IGNORED = frozenset({"WS", "COMMENT"})
 _SCALARS = frozenset({"NAME", "STRING", "NUMBER"})
 _END_OF_STATEMENT = frozenset({"_SEP", "RBRACE", "$END"})
 
-Token = tuple[str, str, int, int, int]
-"""(terminal, text, offset, line, offset of that line's first character)."""
+Token = tuple[str, str, int]
+"""(terminal, text, offset of its first character)."""
 
 
 def token_pattern(regexps: Callable[[str], str]) -> re.Pattern[str]:
     """One pattern with a named group per terminal (``regexps(name)`` gives its regex) and a last
-    group for any other character."""
+    group for any other character, each after the blanks before it.
+
+    No terminal but ``_SEP`` and ``WS`` starts with a blank, and ``_SEP`` may start anywhere in a
+    run of blanks: so a match takes the same token as Lark's lexer, after the blanks Lark would
+    have read as ``WS`` (a run of blanks is ``WS`` only at the end of the text).
+    """
     alternatives = [f"(?P<{name}>{regexps(name)})" for name in TERMINAL_ORDER]
-    return re.compile("|".join([*alternatives, r"(?P<BAD>[\s\S])"]))
+    tokens = "|".join([*alternatives, r"(?P<BAD>[\s\S])"])
+    return re.compile(f"(?:{regexps('WS')})?(?:{tokens})")
 
 
 class _GiveUp(Exception):
     """This path does not read the text: Lark's parser will, and say why."""
 
 
-def fast_parse(text: str, path: str, pattern: re.Pattern[str]) -> list[ast.Statement] | None:
-    """The file's statements, or None when the text is not a policy this path reads."""
+def fast_parse(text: str, path: str, pattern: re.Pattern[str],
+               lines: ast.SourceLines | None = None) -> list[ast.Statement] | None:
+    """The file's statements, or None when the text is not a policy this path reads (``lines``:
+    the text's line index, when the caller has one)."""
     try:
-        return _Reader(text, path, pattern).file()
+        return _Reader(lines or ast.SourceLines(path, text), pattern).file()
     except (_GiveUp, leaves.BuildError):
         return None
 
 
 def _tokens(text: str, pattern: re.Pattern[str]) -> Iterator[Token]:
-    line, line_start = 1, 0
+    terminals = {index: name for name, index in pattern.groupindex.items()}
     for match in pattern.finditer(text):
-        kind = match.lastgroup
-        if kind in _IGNORED:
+        index = match.lastindex or 0  # 0 (no group) is not a terminal
+        kind = terminals.get(index)
+        if kind == "WS" or kind == "COMMENT":
             continue
         if kind == "BAD" or kind is None:
             raise _GiveUp
-        value, start = match.group(), match.start()
-        yield kind, value, start, line, line_start
-        if (kind == "_SEP" or kind == "LONG_STRING") and "\n" in value:
-            line += value.count("\n")
-            line_start = start + value.rindex("\n") + 1
-    yield "$END", "", len(text), line, line_start
+        yield kind, match.group(index), match.start(index)
+    yield "$END", "", len(text)
 
 
 class _Reader:
     """Recursive descent over the grammar's rules; nesting is bounded by ``MAX_DEPTH``."""
 
-    def __init__(self, text: str, path: str, pattern: re.Pattern[str]) -> None:
-        self.path = path
-        self.next_token = _tokens(text, pattern).__next__
+    def __init__(self, lines: ast.SourceLines, pattern: re.Pattern[str]) -> None:
+        self.lines = lines
+        self.next_token = _tokens(lines.text, pattern).__next__
         self.token = self.next_token()
 
     def advance(self) -> Token:
@@ -92,23 +95,9 @@ class _Reader:
             raise _GiveUp
         return self.advance()
 
-    def span(self, token: Token) -> Span:
-        kind, value, start, line, line_start = token
-        end = start + len(value)
-        if kind == "LONG_STRING" and "\n" in value:
-            last = start + value.rindex("\n") + 1
-            return Span(self.path, line, start - line_start + 1, line + value.count("\n"), end - last + 1,
-                        start, end)
-        column = start - line_start + 1
-        return Span(self.path, line, column, line, column + len(value), start, end)
-
-    def outer(self, first: Span, last: Span) -> Span:
-        return Span(self.path, first.line, first.column, last.end_line, last.end_column, first.start,
-                    last.end)
-
     def leaf(self, token: Token) -> ast.Value:
-        build: Callable[[str, Span], ast.Value] = leaves.LEAVES[token[0]]  # type: ignore[assignment]
-        return build(token[1], self.span(token))
+        build: Callable[[str, ast.SourceLines, int], ast.Value] = leaves.LEAVES[token[0]]  # type: ignore[assignment]
+        return build(token[1], self.lines, token[2])
 
     # statements
 
@@ -129,31 +118,36 @@ class _Reader:
 
     def statement(self, depth: int) -> ast.Statement:
         """``NAME _value* block?``"""
-        head = self.expect("NAME")
-        name_span = self.span(head)
+        lines, next_token = self.lines, self.next_token
+        head = self.token
+        if head[0] != "NAME":
+            raise _GiveUp
+        start = head[2]
+        end = start + len(head[1])
+        self.token = next_token()
         values: list[ast.Value] = []
         block: ast.Block | None = None
-        last = name_span
         while (kind := self.token[0]) not in _END_OF_STATEMENT:
             value: ast.Value
             if kind == "NAME":
-                key = self.advance()
+                key = self.token
+                self.token = next_token()
                 if self.token[0] == "EQUALS":
-                    self.token = self.next_token()
+                    self.token = next_token()
                     if self.token[0] not in _SCALARS:
                         raise _GiveUp
                     scalar = self.leaf(self.advance())
                     assert isinstance(scalar, ast.Name | ast.String | ast.Number)
-                    value = ast.Pair(span=self.outer(self.span(key), scalar.span), key=key[1], value=scalar)
+                    value = ast.Pair(lines=lines, start=key[2], end=scalar.end, key=key[1], value=scalar)
                 else:
-                    value = self.leaf(key)
+                    value = ast.Name(lines=lines, start=key[2], end=key[2] + len(key[1]), value=key[1])
             elif kind == "LBRACE":
                 opening = self.open(depth)
                 if self.token[0] == "STRING":
                     value = self.json_object(opening, depth + 1)
                 else:
                     block = self.block(opening, depth + 1)
-                    last = block.span
+                    end = block.end
                     break
             elif kind == "LBRACKET":
                 value = self.json_array(self.open(depth), depth + 1)
@@ -162,26 +156,28 @@ class _Reader:
             else:
                 raise _GiveUp
             values.append(value)
-            last = value.span
-        return ast.Statement(span=self.outer(name_span, last), name=head[1], name_span=name_span,
-                             values=values, block=block)
+            end = value.end
+        return ast.Statement(lines=lines, start=start, end=end, name=head[1], values=values, block=block)
 
-    def open(self, depth: int) -> Span:
-        """Consume an opening bracket (and a separator after it); its span."""
+    def open(self, depth: int) -> int:
+        """Consume an opening bracket (and a separator after it); its offset."""
         if depth >= MAX_DEPTH:
             raise _GiveUp
-        opening = self.span(self.advance())
+        opening = self.advance()[2]
         self.skip_separator()
         return opening
 
-    def block(self, opening: Span, depth: int) -> ast.Block:
+    def close(self) -> int:
+        """Consume a closing bracket; the offset just past it."""
+        return self.advance()[2] + 1
+
+    def block(self, opening: int, depth: int) -> ast.Block:
         statements = self.statements("RBRACE", depth)
-        closing = self.span(self.advance())
-        return ast.Block(span=self.outer(opening, closing), statements=statements)
+        return ast.Block(lines=self.lines, start=opening, end=self.close(), statements=statements)
 
     # JSON literals
 
-    def json_object(self, opening: Span, depth: int) -> ast.Json:
+    def json_object(self, opening: int, depth: int) -> ast.Json:
         """The rest of ``LBRACE _SEP? json_member (_SEP? COMMA _SEP? json_member)* _SEP? COMMA? _SEP?
         RBRACE``."""
         members: dict[str, Any] = {}
@@ -190,7 +186,7 @@ class _Reader:
             self.skip_separator()
             self.expect("COLON")
             self.skip_separator()
-            members[leaves.json_string(key[1], self.span(key))] = self.json_value(depth)
+            members[leaves.json_string(key[1], self.lines, key[2])] = self.json_value(depth)
             self.skip_separator()
             if self.token[0] == "RBRACE":
                 break
@@ -198,9 +194,9 @@ class _Reader:
             self.skip_separator()
             if self.token[0] == "RBRACE":
                 break
-        return ast.Json(span=self.outer(opening, self.span(self.advance())), value=members)
+        return ast.Json(lines=self.lines, start=opening, end=self.close(), value=members)
 
-    def json_array(self, opening: Span, depth: int) -> ast.Json:
+    def json_array(self, opening: int, depth: int) -> ast.Json:
         """The rest of ``LBRACKET _SEP? (_json (_SEP? COMMA _SEP? _json)* _SEP? COMMA? _SEP?)? RBRACKET``."""
         items: list[Any] = []
         while self.token[0] != "RBRACKET":
@@ -211,7 +207,7 @@ class _Reader:
                 self.skip_separator()
             elif self.token[0] != "RBRACKET":
                 raise _GiveUp
-        return ast.Json(span=self.outer(opening, self.span(self.advance())), value=items)
+        return ast.Json(lines=self.lines, start=opening, end=self.close(), value=items)
 
     def json_value(self, depth: int) -> Any:
         """``_json``: an object, ``{}``, an array, a string, a text, a number or a name (its Python value)."""

@@ -100,7 +100,10 @@ def _value_structure(value: ast.Value) -> Any:
         return ("json", _json_structure(value.value))
     if isinstance(value, ast.Pair):
         return ("pair", value.key, _value_structure(value.value))
-    return (value.kind, *(getattr(value, f.name) for f in fields(value) if f.name != "span"))
+    return (value.kind, *(getattr(value, f.name) for f in fields(value) if f.name not in _POSITION))
+
+
+_POSITION = frozenset(f.name for f in fields(ast.Node))
 
 
 def _json_structure(value: Any) -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import textwrap
 from typing import Any
 
@@ -38,15 +39,21 @@ class BuildError(Exception):
         self.diagnostic = diagnostic
 
 
-def json_string(text: str, span: Span) -> str:
+def json_string(text: str, lines: ast.SourceLines, start: int) -> str:
     """A ``"string"``'s value (JSON escapes); E006 for an escape JSON does not have."""
+    if _PLAIN_STRING.fullmatch(text):  # nothing JSON would read differently: the text between the quotes
+        return text[1:-1]
     try:
         value = json.loads(text)
     except ValueError:
-        raise BuildError(diagnostic("E006", "invalid escape sequence in string", span,
+        raise BuildError(diagnostic("E006", "invalid escape sequence in string",
+                                    lines.span(start, start + len(text)),
                                     r'use \" \\ \n \t \r \/ \b \f or \uXXXX')) from None
     assert isinstance(value, str)
     return value
+
+
+_PLAIN_STRING = re.compile(r'"[^"\\\x00-\x1f]*"')
 
 
 def long_string_value(text: str) -> str:
@@ -58,60 +65,70 @@ def long_string_value(text: str) -> str:
     return textwrap.dedent(body.removeprefix("\n"))
 
 
-def bounded(text: str, digits: str, span: Span, scale: int = 1) -> int:
-    """An integer literal (times ``scale``); raises E007 past ``MAX_NUMBER``, before converting a
-    long run of digits."""
+def bounded(text: str, digits: str, lines: ast.SourceLines, start: int, scale: int = 1) -> int:
+    """An integer literal (times ``scale``) written as ``text`` at ``start``; raises E007 past
+    ``MAX_NUMBER``, before converting a long run of digits."""
     if len(digits.lstrip("-")) > _MAX_DIGITS or abs(value := int(digits) * scale) > MAX_NUMBER:
+        span = lines.span(start, start + len(text))
         raise BuildError(diagnostic("E007", f"`{text}` is too large a number", span,
                                     f"numbers are at most {MAX_NUMBER}"))
     return value
 
 
-def number_value(text: str, span: Span) -> int | float:
+def number_value(text: str, lines: ast.SourceLines, start: int) -> int | float:
     """A NUMBER token's value: an int unless it has a fraction or an exponent."""
     if "." in text or "e" in text or "E" in text:
         value = float(text)
         if not math.isfinite(value):
-            raise BuildError(diagnostic("E007", f"`{text}` is too large a number", span,
+            raise BuildError(diagnostic("E007", f"`{text}` is too large a number",
+                                        lines.span(start, start + len(text)),
                                         "a decimal number is at most about 1.8e308"))
         return value
-    return bounded(text, text, span)
+    return bounded(text, text, lines, start)
 
 
-def name(text: str, span: Span) -> ast.Name:
-    return ast.Name(span=span, value=text)
+# Each leaf is made from its token's text and where the token starts.
 
 
-def string(text: str, span: Span) -> ast.String:
-    return ast.String(span=span, value=json_string(text, span), triple=False)
+def name(text: str, lines: ast.SourceLines, start: int) -> ast.Name:
+    return ast.Name(lines=lines, start=start, end=start + len(text), value=text)
 
 
-def long_string(text: str, span: Span) -> ast.String:
-    return ast.String(span=span, value=long_string_value(text), triple=True)
+def string(text: str, lines: ast.SourceLines, start: int) -> ast.String:
+    return ast.String(lines=lines, start=start, end=start + len(text), value=json_string(text, lines, start),
+                      triple=False)
 
 
-def regex(text: str, span: Span) -> ast.Regex:
+def long_string(text: str, lines: ast.SourceLines, start: int) -> ast.String:
+    return ast.String(lines=lines, start=start, end=start + len(text), value=long_string_value(text),
+                      triple=True)
+
+
+def regex(text: str, lines: ast.SourceLines, start: int) -> ast.Regex:
     close = text.rindex("/")
-    return ast.Regex(span=span, pattern=text[1:close].replace("\\/", "/"), flags=text[close + 1:])
+    return ast.Regex(lines=lines, start=start, end=start + len(text),
+                     pattern=text[1:close].replace("\\/", "/"), flags=text[close + 1:])
 
 
-def number(text: str, span: Span) -> ast.Number:
-    return ast.Number(span=span, value=number_value(text, span), text=text)
+def number(text: str, lines: ast.SourceLines, start: int) -> ast.Number:
+    return ast.Number(lines=lines, start=start, end=start + len(text), value=number_value(text, lines, start),
+                      text=text)
 
 
-def size(text: str, span: Span) -> ast.Size:
+def size(text: str, lines: ast.SourceLines, start: int) -> ast.Size:
     digits = text.rstrip("BKMGi")
-    return ast.Size(span=span, value=bounded(text, digits, span, _SIZE_UNITS[text[len(digits):]]), text=text)
+    value = bounded(text, digits, lines, start, _SIZE_UNITS[text[len(digits):]])
+    return ast.Size(lines=lines, start=start, end=start + len(text), value=value, text=text)
 
 
-def range_(text: str, span: Span) -> ast.Range:
-    low, high = (bounded(text, part, span) for part in text.split(".."))
-    return ast.Range(span=span, low=low, high=high)
+def range_(text: str, lines: ast.SourceLines, start: int) -> ast.Range:
+    low, high = (bounded(text, part, lines, start) for part in text.split(".."))
+    return ast.Range(lines=lines, start=start, end=start + len(text), low=low, high=high)
 
 
 LEAVES = {"NAME": name, "STRING": string, "LONG_STRING": long_string, "REGEX": regex, "NUMBER": number,
           "SIZE": size, "RANGE": range_}
-"""Terminal name → the leaf it makes."""
+"""Terminal name → the leaf it makes (from the token's text and start offset)."""
 
 
 _JSON_NAMES: dict[str, Any] = {"true": True, "false": False, "null": None}

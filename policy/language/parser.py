@@ -113,10 +113,11 @@ def parse(text: str, path: str) -> tuple[ast.PolicyFile | None, list[Diagnostic]
     Text the fast path reads (``policy.language.fast_parser``) is not parsed again; Lark's parser
     reads the rest, and says what is wrong with it.
     """
-    statements = fast_parse(text, path, _token_pattern())
+    lines = ast.SourceLines(path, text)
+    statements = fast_parse(text, path, _token_pattern(), lines)
     if statements is None:
         return parse_with_lark(text, path)
-    return ast.PolicyFile(span=_span_at(text, 0, len(text), path), path=path, source=text,
+    return ast.PolicyFile(lines=lines, start=0, end=len(text), path=path, source=text,
                           statements=statements), []
 
 
@@ -145,12 +146,13 @@ def parse_with_lark(text: str, path: str) -> tuple[ast.PolicyFile | None, list[D
         return None, errors
     if errors:
         return None, errors
+    lines = ast.SourceLines(path, text)
     try:
-        statements = _Builder(path).build(tree)
+        statements = _Builder(lines).build(tree)
     except leaves.BuildError as err:
         return None, [err.diagnostic]
-    file_span = _span_at(text, 0, len(text), path)
-    return ast.PolicyFile(span=file_span, path=path, source=text, statements=statements), []
+    return ast.PolicyFile(lines=lines, start=0, end=len(text), path=path, source=text,
+                          statements=statements), []
 
 
 # --- syntax errors ---------------------------------------------------------
@@ -231,8 +233,8 @@ class _Builder:
     the end of its last child.
     """
 
-    def __init__(self, path: str) -> None:
-        self.path = path
+    def __init__(self, lines: ast.SourceLines) -> None:
+        self.lines = lines
         self.rules: dict[str, Callable[[list[Any]], Any]] = {
             "start": self.start, "statement": self.statement, "block": self.block, "pair": self.pair,
             "json_object": self.json_object, "json_member": self.json_member, "json_array": self.json_array,
@@ -249,13 +251,14 @@ class _Builder:
                     done.append(child)
                 elif child.data in _LEAF_RULES:
                     token = cast(Token, child.children[0])
-                    done.append(_LEAF_RULES[child.data](str(token), self.span(token)))
+                    done.append(_LEAF_RULES[child.data](str(token), self.lines, _start(token)))
                 else:
                     nested = depth + 1 if child.data in _NESTING else depth
                     if nested > MAX_DEPTH:
                         message = f"blocks nested more than {MAX_DEPTH} levels deep"
                         first = cast(Token, child.children[0])
-                        raise leaves.BuildError(_diag("E005", message, self.span(first)))
+                        span = self.lines.span(_start(first), _start(first) + len(first))
+                        raise leaves.BuildError(_diag("E005", message, span))
                     stack.append((child.data, iter(child.children), [], nested))
                     break
             else:
@@ -266,65 +269,55 @@ class _Builder:
                     return statements
                 stack[-1][2].append(value)
 
-    # spans
-
-    def span(self, token: Token) -> Span:
-        located: Any = token  # the parser propagates positions: none of them is None
-        return Span(file=self.path, line=located.line, column=located.column,
-                    end_line=located.end_line, end_column=located.end_column,
-                    start=located.start_pos, end=located.end_pos)
-
-    def outer(self, children: list[Any]) -> Span:
+    @staticmethod
+    def bounds(children: list[Any]) -> tuple[int, int]:
         """From the start of the first child to the end of the last (each a token or a node)."""
         first, last = children[0], children[-1]
-        line: Any  # tokens carry every position (see ``span``)
-        column: Any
-        start: Any
-        end_line: Any
-        end_column: Any
-        end: Any
-        if isinstance(first, Token):
-            line, column, start = first.line, first.column, first.start_pos
-        else:
-            line, column, start = first.span.line, first.span.column, first.span.start
-        if isinstance(last, Token):
-            end_line, end_column, end = last.end_line, last.end_column, last.end_pos
-        else:
-            end_line, end_column, end = last.span.end_line, last.span.end_column, last.span.end
-        return Span(file=self.path, line=line, column=column, end_line=end_line,
-                    end_column=end_column, start=start, end=end)
+        start = _start(first) if isinstance(first, Token) else first.start
+        end = _start(last) + len(last) if isinstance(last, Token) else last.end
+        return start, end
 
     # rules
 
     def pair(self, children: list[Any]) -> ast.Pair:
         key, _equals, value = children
-        span = self.outer(children)
-        return ast.Pair(span=span, key=str(key), value=value)
+        start, end = self.bounds(children)
+        return ast.Pair(lines=self.lines, start=start, end=end, key=str(key), value=value)
 
     def json_member(self, children: list[Any]) -> tuple[str, Any]:
         key = children[0]
-        return leaves.json_string(str(key), self.span(key)), leaves.json_python(children[-1])
+        return leaves.json_string(str(key), self.lines, _start(key)), leaves.json_python(children[-1])
 
     def json_object(self, children: list[Any]) -> ast.Json:
         members: dict[str, Any] = dict(child for child in children if isinstance(child, tuple))
-        return ast.Json(span=self.outer(children), value=members)
+        start, end = self.bounds(children)
+        return ast.Json(lines=self.lines, start=start, end=end, value=members)
 
     def json_empty(self, children: list[Any]) -> ast.Json:
-        return ast.Json(span=self.outer(children), value={})
+        start, end = self.bounds(children)
+        return ast.Json(lines=self.lines, start=start, end=end, value={})
 
     def json_array(self, children: list[Any]) -> ast.Json:
         items = [leaves.json_python(child) for child in children if not isinstance(child, Token)]
-        return ast.Json(span=self.outer(children), value=items)
+        start, end = self.bounds(children)
+        return ast.Json(lines=self.lines, start=start, end=end, value=items)
 
     def block(self, children: list[Any]) -> ast.Block:
         statements = [c for c in children if isinstance(c, ast.Statement)]
-        return ast.Block(span=self.outer(children), statements=statements)
+        start, end = self.bounds(children)
+        return ast.Block(lines=self.lines, start=start, end=end, statements=statements)
 
     def statement(self, children: list[Any]) -> ast.Statement:
         head, *rest = children
         block = rest.pop() if rest and isinstance(rest[-1], ast.Block) else None
-        return ast.Statement(span=self.outer(children), name=str(head),
-                             name_span=self.span(head), values=rest, block=block)
+        start, end = self.bounds(children)
+        return ast.Statement(lines=self.lines, start=start, end=end, name=str(head), values=rest, block=block)
 
     def start(self, children: list[Any]) -> list[ast.Statement]:
         return [c for c in children if isinstance(c, ast.Statement)]
+
+
+def _start(token: Token) -> int:
+    located: Any = token  # the lexer gives every token its position: it is never None
+    start: int = located.start_pos
+    return start

@@ -6,7 +6,8 @@ possessive or atomic groups) is E202, told apart from a plain invalid
 pattern (E201) by asking Python's ``re`` whether it would have compiled.
 Linear is not enough when the constant is huge: more than
 ``MAX_CAPTURE_GROUPS`` groups (E204) or a program larger than
-``MAX_PROGRAM_SIZE`` (E205) is refused, and RE2's memory is capped.
+``MAX_PROGRAM_SIZE`` (E205) is refused, and RE2's memory is capped
+(``policy.model.re2_spans.MAX_MEMORY``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import re2
 from policy.language import ast
 from policy.language.collector import DiagnosticCollector
 from policy.model.compiled import Pattern
+from policy.model.re2_spans import compile_re2
 
 REGEX_FLAGS = {"i": "ignore case", "m": "`^` and `$` match at line ends", "s": "`.` matches a newline"}
 
@@ -37,18 +39,6 @@ MAX_CAPTURE_GROUPS = 32
 """More groups make RE2 fall back to slower engines to extract them (time grows with their number)."""
 MAX_PROGRAM_SIZE = 10_000
 """The largest compiled program (RE2's own measure; the shipped patterns stay under 400)."""
-MAX_MEMORY = 8 << 20
-"""RE2's memory budget per pattern, in bytes."""
-
-
-def _options() -> re2.Options:
-    options = re2.Options()
-    options.log_errors = False
-    options.max_mem = MAX_MEMORY
-    return options
-
-
-_OPTIONS = _options()
 
 
 def compile_regex(node: ast.Regex, report: DiagnosticCollector) -> Pattern | None:
@@ -61,7 +51,7 @@ def compile_regex(node: ast.Regex, report: DiagnosticCollector) -> Pattern | Non
     flags = "".join(sorted(set(node.flags)))
     source = f"(?{flags}){node.pattern}" if flags else node.pattern
     try:
-        regex = re2.compile(source, _OPTIONS)
+        regex = compile_re2(source)
     except re2.error as err:
         _report_rejected(node, source, _message(err), report)
         return None
@@ -74,7 +64,7 @@ def compile_regex(node: ast.Regex, report: DiagnosticCollector) -> Pattern | Non
                    f"{MAX_PROGRAM_SIZE}", node.span, "shorten it, or split it into several signatures")
         return None
     groups = tuple(name for name, _ in sorted(regex.groupindex.items(), key=lambda item: item[1]))
-    return Pattern(source=node.pattern, flags=flags, regex=regex, groups=groups)
+    return Pattern(source=node.pattern, flags=flags, groups=groups, compiled=regex)
 
 
 def _message(err: Exception) -> str:

@@ -133,13 +133,18 @@ class Resolution:
 
 def resolve(values: Sequence[ast.Value], texts: Sequence[str]) -> Resolution:
     """Find the form that ``values`` fit; else explain the closest miss."""
-    matches = []
-    for text in texts:
-        candidate = form(text)
-        result = candidate.match(values)
-        if result.ok:
-            return Resolution(candidate)
-        matches.append((candidate, result))
+    texts = tuple(texts)
+    key = (texts, tuple(_shape(value, _words(texts)) for value in values))
+    try:
+        fitting = _FITTING[key]
+    except KeyError:
+        fitting = next((candidate for candidate in map(form, texts) if candidate.match(values).ok), None)
+        if len(_FITTING) >= _FITTING_SIZE:
+            _FITTING.clear()
+        _FITTING[key] = fitting
+    if fitting is not None:
+        return Resolution(fitting)
+    matches = [(candidate, candidate.match(values)) for candidate in map(form, texts)]
     for candidate, result in matches:
         if result.keyword and not result.fits:
             return Resolution(None, intended=candidate)
@@ -147,6 +152,32 @@ def resolve(values: Sequence[ast.Value], texts: Sequence[str]) -> Resolution:
         if result.fits:
             return Resolution(None, bad_choices=result.bad_choices)
     return Resolution(None)
+
+
+# Which form fits depends only on each value's shape and, for a name, on whether it is one of the
+# forms' words: values that look alike resolve alike, so a large file matches each look once.
+
+Shape = type | tuple[type, type] | str
+"""A value's node type (a number's with its Python type), or a name's text when it is one of the words."""
+
+_FITTING: dict[tuple[tuple[str, ...], tuple[Shape, ...]], Form | None] = {}
+"""(forms, shapes of the values) → the first form they fit, None when none does."""
+_FITTING_SIZE = 4096
+
+
+def _shape(value: ast.Value, words: frozenset[str]) -> Shape:
+    if isinstance(value, ast.Name):
+        return value.value if value.value in words else ast.Name
+    if isinstance(value, ast.Number):
+        return ast.Number, type(value.value)
+    return type(value)
+
+
+@cache
+def _words(texts: tuple[str, ...]) -> frozenset[str]:
+    """Every literal word and choice of the forms: the only names that forms tell apart."""
+    return frozenset(word for text in texts for part in form(text).parts if part.kind != "shape"
+                     for word in (part.choices or (part.text,)))
 
 
 def usage(name: str, texts: Sequence[str], block: bool = False) -> str:

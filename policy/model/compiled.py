@@ -1,20 +1,20 @@
 """The compiled policy: immutable, built once, shared by every run and thread.
 
-Everything here is plain frozen data plus compiled RE2 patterns and Jinja2
-templates, which are safe to share between threads.
+Everything here is plain frozen data plus RE2 patterns and Jinja2 templates,
+compiled on first use, which are safe to share between threads.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from policy.model.decision import Action, RuleRef
 from policy.model.diagnostics import Span
 from policy.model.hint_template import HintTemplate
-from policy.model.re2_spans import FindSpans, Spans, group_text, iter_spans, spans_finder
+from policy.model.re2_spans import FindSpans, Spans, compile_re2, group_text, iter_spans, spans_finder
 
 ToolRole = Literal["write", "edit", "multiedit", "notebookedit", "read", "run", "other"]
 ROLE_FIELDS: dict[str, tuple[str, ...]] = {
@@ -50,17 +50,38 @@ ROLE_STATEMENTS: dict[str, ToolRole] = {
 
 @dataclass(frozen=True)
 class Pattern:
-    """A compiled linear-time (RE2) pattern and its source text."""
+    """A linear-time (RE2) pattern: its source text and flags, compiled on first use (an event
+    that reaches none of a cached policy's patterns compiles none)."""
 
     source: str
     flags: str
-    regex: Any  # re2._Regexp; typed loosely because google-re2 ships no stubs
     groups: tuple[str, ...] = ()
     """Named capture groups, in pattern order."""
-    _find: FindSpans = field(init=False, repr=False, compare=False)
+    compiled: InitVar[Any] = None
+    """The RE2 regex already compiled from them (the language compiles each pattern to check it)."""
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_find", spans_finder(self.regex))
+    def __post_init__(self, compiled: Any) -> None:
+        if compiled is not None:
+            object.__setattr__(self, "regex", compiled)
+
+    @property
+    def expression(self) -> str:
+        """The text RE2 compiles: the source with its flags."""
+        return f"(?{self.flags}){self.source}" if self.flags else self.source
+
+    @cached_property
+    def regex(self) -> Any:  # re2._Regexp; typed loosely because google-re2 ships no stubs
+        """The compiled RE2 regex."""
+        return compile_re2(self.expression)
+
+    @cached_property
+    def group_numbers(self) -> tuple[tuple[str, int], ...]:
+        """Each named group and its number."""
+        return tuple(self.regex.groupindex.items())
+
+    @cached_property
+    def _find(self) -> FindSpans:
+        return spans_finder(self.regex)
 
     def spans(self, data: bytes, pos: int = 0) -> Spans | None:
         """The spans of the first match in UTF-8 ``data`` at or after ``pos``, or None
@@ -117,6 +138,8 @@ class Validator:
 
 @dataclass(frozen=True)
 class GateRule:
+    """A ``gate``: the files it covers and the validator that checks what a write would leave."""
+
     ref: RuleRef
     globs: tuple[str, ...]
     validator: Validator
@@ -127,6 +150,8 @@ class GateRule:
 
 @dataclass(frozen=True)
 class SignatureRule:
+    """A ``signature``: a known failure a tool result shows, and the hint for it."""
+
     ref: RuleRef
     pattern: Pattern
     on_error_only: bool = True
@@ -177,12 +202,30 @@ class Normalizer:
 
 @dataclass(frozen=True)
 class ToolLimit:
+    """A tool's own ``warn``/``stop`` counts in ``loop frequency``."""
+
     warn: int
     stop: int
 
 
+class LoopRule:
+    """Base of every loop rule (``loop NAME { … }``): each kind's rule is a frozen dataclass
+    subclassing it, and the compiled policy keeps them in ``CompiledPolicy.loops``, read by type
+    (``policy.loop(RepeatRule)``).  Each declares ``ref`` and ``hint`` itself: as fields of a base,
+    ``hint`` would have to be keyword-only, and the hooks' policy cache rebuilds a dataclass
+    from its fields in order."""
+
+    ref: RuleRef
+    hint: HintTemplate | None
+
+
+L = TypeVar("L", bound=LoopRule)
+
+
 @dataclass(frozen=True)
-class RepeatRule:
+class RepeatRule(LoopRule):
+    """``loop repeat``: the same call made again and again."""
+
     ref: RuleRef
     window: int
     warn: int
@@ -192,7 +235,9 @@ class RepeatRule:
 
 
 @dataclass(frozen=True)
-class FrequencyRule:
+class FrequencyRule(LoopRule):
+    """``loop frequency``: one tool called too often within a window."""
+
     ref: RuleRef
     window: int
     warn: int
@@ -210,7 +255,9 @@ class FrequencyRule:
 
 
 @dataclass(frozen=True)
-class ErrorStreakRule:
+class ErrorStreakRule(LoopRule):
+    """``loop error_streak``: the same error again and again."""
+
     ref: RuleRef
     warn: int
     stop: int
@@ -220,7 +267,9 @@ class ErrorStreakRule:
 
 
 @dataclass(frozen=True)
-class OscillationRule:
+class OscillationRule(LoopRule):
+    """``loop oscillation``: the same few calls in a cycle."""
+
     ref: RuleRef
     min_period: int
     max_period: int
@@ -252,6 +301,8 @@ class WorkspaceRule:
 
 @dataclass(frozen=True)
 class TestCall:
+    """A call of a policy test's ``turn``."""
+
     name: str
     args: Mapping[str, Any]
     span: Span | None = None
@@ -276,6 +327,8 @@ class TestStep:
 
 @dataclass(frozen=True)
 class PolicyTest:
+    """A ``test`` block: a scripted session and what it expects."""
+
     name: str
     steps: tuple[TestStep, ...]
     span: Span | None = None
@@ -283,6 +336,8 @@ class PolicyTest:
 
 @dataclass(frozen=True)
 class CompiledPolicy:
+    """A policy, compiled: every rule and hint, ready for the guard."""
+
     name: str
     description: str = ""
     sources: tuple[str, ...] = ()
@@ -302,10 +357,8 @@ class CompiledPolicy:
     gates: tuple[GateRule, ...] = ()
     signatures: tuple[SignatureRule, ...] = ()
     normalizers: tuple[Normalizer, ...] = ()
-    repeat: RepeatRule | None = None
-    frequency: FrequencyRule | None = None
-    error_streak: ErrorStreakRule | None = None
-    oscillation: OscillationRule | None = None
+    loops: tuple[LoopRule, ...] = ()
+    """One rule per ``loop`` declaration, at most one of each kind (``loop``)."""
     workspace: WorkspaceRule | None = None
     hints: Mapping[str, HintTemplate] = field(default_factory=dict)
     tests: tuple[PolicyTest, ...] = ()
@@ -316,6 +369,13 @@ class CompiledPolicy:
         if spec is None:
             return ToolSpec(name=name, key_args=self.default_key_args, ignore_args=self.default_ignore_args)
         return spec
+
+    def loop(self, kind: type[L]) -> L | None:
+        """The policy's loop rule of this kind (``policy.loop(RepeatRule)``), or None when it has none."""
+        for rule in self.loops:
+            if isinstance(rule, kind):
+                return rule
+        return None
 
     def normalize(self, text: str) -> str:
         """Strip volatile text (durations, addresses…) before results are compared."""

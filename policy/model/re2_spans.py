@@ -1,4 +1,5 @@
-"""Match spans straight from google-re2's compiled matcher.
+"""RE2 patterns compiled with policyctl's options, and match spans straight from
+google-re2's compiled matcher.
 
 For bytes, ``re2.compile(...).search`` wraps each match in a generator and a
 match object, which costs as much as the match itself, and ``finditer`` about
@@ -11,10 +12,11 @@ public API, which gives the same spans.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from functools import partial
+from functools import cache, partial
 from typing import Any
 
-import re2
+MAX_MEMORY = 8 << 20
+"""RE2's memory budget per pattern, in bytes."""
 
 Spans = list[tuple[int, int]]
 """The whole match, then each group; ``NO_SPAN`` for a group that did not take part."""
@@ -22,10 +24,30 @@ FindSpans = Callable[[bytes, int], "Spans | None"]
 NO_SPAN = (-1, -1)
 
 
+def compile_re2(expression: str) -> Any:
+    """``expression`` (flags included: ``(?m)…``) compiled by RE2 with policyctl's options;
+    raises ``re2.error``.  google-re2 is imported here, by the first pattern compiled."""
+    import re2
+
+    return re2.compile(expression, _options())
+
+
+@cache
+def _options() -> Any:
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False
+    options.max_mem = MAX_MEMORY
+    return options
+
+
 def spans_finder(regex: Any) -> FindSpans:
     """``find(data, pos)``: the spans of ``regex``'s first match in ``data`` (bytes, not
     str) at or after byte ``pos`` (patterns like ``^`` and ``\\b`` still see the bytes
     before it); None when nothing matches."""
+    import re2  # already imported: ``regex`` is compiled
+
     # google-re2's compiled matcher, asked directly: 49-53% less time per failed result
     # (bench/bench_shortcuts.py)
     match = getattr(getattr(regex, "_regexp", None), "Match", None)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from policy.model.compiled import WRITING_ROLES, CompiledPolicy
 from policy.model.decision import ALLOW, COMBINED, Decision, RuleRef
@@ -44,13 +44,14 @@ from policy.runtime.loops.detector import LoopDetector
 from policy.runtime.loops.layer import ErrorKey
 from policy.runtime.loops.state import MAX_OPEN_CALLS, ScopeState, drop_oldest
 from policy.runtime.output import Output, output_reader
-from policy.runtime.signatures import Diagnosis, diagnose, hint_decision
 from policy.runtime.workspace.base import Workspace
 from policy.runtime.workspace.kept import MemorySnapshots, SnapshotKeeper
-from policy.runtime.workspace.local import DEFAULT_MAX_FILES, LocalWorkspace
 from policy.runtime.workspace.progress import command_mutates
 from policy.runtime.workspace.watch import FileWatch
 from policy.stores.memory import MemoryStore, Store
+
+if TYPE_CHECKING:  # signatures are imported by the first result (a hook process may answer only a call)
+    from policy.runtime.signatures import Diagnosis
 
 log = logging.getLogger("policy.guard")
 _T = TypeVar("_T")
@@ -296,6 +297,8 @@ class Guard:
 
     def _on_result(self, call: ToolCall, result: ToolResult, scope: Scope) -> Decision:
         """The signature hint first, from the result alone; the store adds loops and pending warnings."""
+        from policy.runtime.signatures import diagnose, hint_decision
+
         output = self._outputs.read(result.content)
         diagnosis = diagnose(self.policy, call, result, output)
         signature = hint_decision(self.policy, call, result, diagnosis, self.read_file)
@@ -411,6 +414,8 @@ def _local(workspace: Workspace | str | os.PathLike[str] | None, policy: Compile
     """A root folder as a ``LocalWorkspace`` bounded by the policy's ``max_files`` and ``max_check_bytes``."""
     if not isinstance(workspace, str | os.PathLike):
         return workspace
+    from policy.runtime.workspace.local import DEFAULT_MAX_FILES, LocalWorkspace
+
     rule = policy.workspace
     return LocalWorkspace(workspace, max_files=rule.max_files if rule is not None else DEFAULT_MAX_FILES,
                           max_bytes=policy.max_check_bytes)
@@ -420,6 +425,8 @@ def _workspace_reader(workspace: Workspace | None, limit: int) -> ReadFile:
     """The write gates' reader: the workspace's files (relative paths from its root), else the disk."""
     if workspace is None:
         return lambda path: read_local_file(path, limit)
+    from policy.runtime.workspace.local import LocalWorkspace  # imported by a guard given a workspace
+
     if isinstance(workspace, LocalWorkspace):
         root = workspace.root
         return lambda path: read_local_file(os.path.join(root, path), limit)

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
-
-import re2
 
 from policy.model.compiled import CompiledPolicy, Pattern
 from policy.model.fingerprint import digest
@@ -60,9 +59,12 @@ class OutputReader:
         self._normalizers = policy.normalizers
         signatures = [rule.pattern for rule in policy.signatures]
         self._patterns = signatures + [rule.pattern for rule in policy.normalizers]
-        self.pattern_set = _pattern_set(self._patterns)
+
+    @cached_property
+    def pattern_set(self) -> Any:
         """One RE2 set of the signature patterns, then the normalize ones (None when there are
-        none, or RE2 could not build it)."""
+        none, or RE2 could not build it); built by the first output read."""
+        return _pattern_set(self._patterns)
 
     def read(self, content: Any) -> Output:
         """Read an output (a string, or whatever a harness put there)."""
@@ -155,12 +157,14 @@ def _pattern_set(patterns: Sequence[Pattern]) -> Any:
     """An RE2 set of the patterns, or None when there are none or RE2 cannot build one."""
     if not patterns:
         return None
+    import re2  # imported with the first pattern set: an event that reads no output needs none
+
     options = re2.Options()
     options.max_mem = SET_MAX_MEMORY
     pattern_set = re2.Set.SearchSet(options)
     try:
         for pattern in patterns:
-            pattern_set.Add(f"(?{pattern.flags}){pattern.source}" if pattern.flags else pattern.source)
+            pattern_set.Add(pattern.expression)
         pattern_set.Compile()
     except re2.error:
         return None

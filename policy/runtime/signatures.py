@@ -11,19 +11,20 @@ before the last traceback yields to one that matches from there on.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policy.model.compiled import CompiledPolicy, SignatureRule
 from policy.model.decision import Decision
 from policy.model.events import ToolCall, ToolResult
 from policy.model.hint_template import truncate_middle
-from policy.model.per_policy import per_policy
 from policy.model.re2_spans import Spans, group_text
 from policy.model.variables import COMMON_VARIABLES, HintVariables
 from policy.runtime.exit_status import by_design, may_be_by_design, reported_status
 from policy.runtime.loops.layer import ErrorKey
-from policy.runtime.module_origin import ReadFile, module_origin
 from policy.runtime.output import Output, decode, last_bytes, output_reader
+
+if TYPE_CHECKING:  # module_origin is imported when a hint reads it (a module signature's)
+    from policy.runtime.module_origin import ReadFile
 
 ERROR_PREFIX = "Error:"
 """A result whose text starts with this is failed, whatever its status."""
@@ -107,7 +108,7 @@ def diagnose(
     rule = signatures[index]
     captures = {
         name: truncate_middle(decode(value), CAPTURE_LIMIT)
-        for name, group in _capture_groups(policy)[index]
+        for name, group in rule.pattern.group_numbers
         if (value := group_text(tail, spans[group])) is not None
     }
     return Diagnosis(
@@ -164,6 +165,8 @@ def hint_variables(
         module = diagnosis.captures.get("module")
         if module is None:
             return None
+        from policy.runtime.module_origin import module_origin
+
         command = policy.tool(call.name).arg("command", call.args)
         return module_origin(module, decode(diagnosis.tail), command if isinstance(command, str) else "",
                              read_file)
@@ -235,9 +238,3 @@ def _error_text(policy: CompiledPolicy, output: Output) -> str:
 def _applies(rule: SignatureRule, failed: bool, tool: str) -> bool:
     """Does the signature look at this result?"""
     return (failed or not rule.on_error_only) and (rule.tools is None or tool in rule.tools)
-
-
-@per_policy
-def _capture_groups(policy: CompiledPolicy) -> tuple[tuple[tuple[str, int], ...], ...]:
-    """Each signature pattern's named groups and their numbers."""
-    return tuple(tuple(rule.pattern.regex.groupindex.items()) for rule in policy.signatures)

@@ -19,7 +19,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, ToolMessage
 
 from policy.hooks.delivery import decision_text
-from policy.model.decision import Decision
+from policy.model.decision import ALLOW, Decision
 from policy.model.events import ToolCall
 
 POLICY_KEY = "policy"
@@ -39,22 +39,31 @@ the rest ``unknown``.  Only values DeerFlow declares are used (``tool_result_met
 
 Content = str | list[str | dict[str, Any]]
 
+_NO_CAPTURES = ALLOW.captures
+"""The captures every decision without any shares."""
+
 
 def policy_metadata(decision: Decision) -> dict[str, Any]:
     """``additional_kwargs["policy"]``: what fired, on what, and the counts behind it."""
+    rule, captures = decision.rule, decision.captures
+    counts: dict[str, int] = {}
+    for key, value in decision.metadata.items():  # a loop, not a comprehension: no frame of its own
+        if type(value) is int:
+            counts[key] = value
     return {
         "action": decision.action,
-        "rule": str(decision.rule) if decision.rule else None,
+        "rule": f"{rule.kind} {rule.name}" if rule else None,  # ``str(rule)``, without its call
         "signature": decision.signature,
-        "captures": dict(decision.captures),
-        "counts": {key: value for key, value in decision.metadata.items() if type(value) is int},
+        "captures": {} if captures is _NO_CAPTURES else dict(captures),  # a loop decision's: none
+        "counts": counts,
     }
 
 
 def stopped_ai_message(message: AIMessage, decision: Decision) -> AIMessage:
     """The model's message with its tool calls removed and the stop text appended."""
-    additional = {key: value for key, value in message.additional_kwargs.items()
-                  if key not in ("tool_calls", "function_call")}
+    additional = dict(message.additional_kwargs)
+    additional.pop("tool_calls", None)
+    additional.pop("function_call", None)
     additional[POLICY_KEY] = policy_metadata(decision)
     return message.model_copy(update={
         "content": append_text(message.content, decision_text(decision), drop_tool_calls=True),

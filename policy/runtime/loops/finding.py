@@ -9,6 +9,7 @@ from typing import Any
 from policy.model.decision import Action, RuleRef
 from policy.model.events import ToolCall
 from policy.model.hint_template import HintTemplate, truncate_middle
+from policy.model.variables import CALL_SUMMARY_LIMIT, call_summary
 
 EXCERPT_LENGTH = 160
 
@@ -18,7 +19,8 @@ class Finding:
     """What a layer found: a warning candidate or a stop, with the facts its hint shows."""
 
     kind: str
-    """The rule kind of ``variables.RULE_VARIABLES``: repeat, frequency, error_streak, oscillation."""
+    """The rule kind (``policy.language.hint_variables.RULE_VARIABLES``): repeat, frequency, error_streak,
+    oscillation."""
     action: Action
     ref: RuleRef
     hint: HintTemplate | None
@@ -27,14 +29,27 @@ class Finding:
     facts: dict[str, Any]
     """The kind's hint variables (counts, thresholds, what repeated); also the decision's metadata."""
     describe: Callable[[Finding], str]
-    """One plain line: the hint when the rule has no template, and the log text."""
+    """One plain line: the hint when the rule has no template."""
     mark: Callable[[], None] | None = None
     """Suppress this warning from repeating; called only when this finding is the one selected."""
     metadata: dict[str, Any] = field(default_factory=dict)
     """Facts for the decision's metadata beyond the hint variables."""
+    summary: str | None = None
+    """``call_summary(call)``, once made (``call_text``)."""
 
     def __str__(self) -> str:
         return self.describe(self)
+
+    def call_text(self, limit: int = CALL_SUMMARY_LIMIT) -> str:
+        """``call_summary(call, limit)``: the full summary is made once per finding (for its log
+        line, its hint and its metadata alike) and a shorter one cut from it, as ``call_summary``
+        cuts (the first ``limit - 1`` characters and "…")."""
+        if limit > CALL_SUMMARY_LIMIT:
+            return call_summary(self.call, limit)
+        summary = self.summary
+        if summary is None:
+            summary = self.summary = call_summary(self.call)
+        return summary if len(summary) <= limit else summary[: limit - 1] + "…"
 
 
 def excerpt(text: str, length: int = EXCERPT_LENGTH) -> str:

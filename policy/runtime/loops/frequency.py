@@ -21,6 +21,8 @@ from policy.runtime.loops.layer import Fields, Layer, checked_str
 
 @dataclass(slots=True)
 class FrequencyState:
+    """What ``loop frequency`` remembers of one scope."""
+
     tools: list[str | None] = field(default_factory=list)
     """Slot → tool name; None is a free slot (its tool left the window)."""
     window: str = ""
@@ -58,7 +60,8 @@ class FrequencyLayer(Layer[FrequencyState]):
 
     @classmethod
     def from_policy(cls, policy: CompiledPolicy) -> FrequencyLayer | None:
-        return cls(policy.frequency) if policy.frequency else None
+        rule = policy.loop(FrequencyRule)
+        return cls(rule) if rule else None
 
     def on_turn(
         self, state: FrequencyState, calls: Sequence[ToolCall], keys: Sequence[str]

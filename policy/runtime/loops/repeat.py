@@ -19,7 +19,6 @@ from policy.model.compiled import CompiledPolicy, RepeatRule
 from policy.model.decision import Action
 from policy.model.events import ToolCall
 from policy.model.fingerprint import fingerprint
-from policy.model.variables import call_summary
 from policy.runtime.loops.finding import Finding, excerpt
 from policy.runtime.loops.keys import batch_key
 from policy.runtime.loops.layer import DIGEST, Fields, Layer, Observed, checked_int
@@ -35,6 +34,8 @@ _MASK = (1 << (8 * DIGEST)) - 1
 
 @dataclass(slots=True)
 class RepeatState:
+    """What ``loop repeat`` remembers of one scope."""
+
     keys: bytes = b""
     """Batch fingerprints of the last ``window`` turns, oldest first; TOMBSTONE: no longer counts."""
     results: bytes = b""
@@ -103,7 +104,8 @@ class RepeatLayer(Layer[RepeatState]):
 
     @classmethod
     def from_policy(cls, policy: CompiledPolicy) -> RepeatLayer | None:
-        return cls(policy.repeat) if policy.repeat else None
+        rule = policy.loop(RepeatRule)
+        return cls(rule) if rule else None
 
     def on_turn(
         self, state: RepeatState, calls: Sequence[ToolCall], call_keys: Sequence[str]
@@ -188,7 +190,7 @@ def _describe(finding: Finding) -> str:
     facts = finding.facts
     same = ", with the same result each time" if facts["same_result"] else ""
     return (
-        f"{call_summary(finding.call, 80)} was made {facts['count']} times within the last "
+        f"{finding.call_text(80)} was made {facts['count']} times within the last "
         f"{facts['window']} turns{same} (warn at {facts['warn']}, stop at {facts['stop']})"
     )
 
@@ -228,20 +230,20 @@ def _aligned(keys: bytes, key: bytes, end: int) -> list[int]:
 
 def _same_result(state: RepeatState, key: bytes) -> bool:
     """Did the batch's known results in the window, at least two, all come out the same?"""
-    keys, results = state.keys, state.results
+    find, known_at = state.keys.find, state.results.startswith
     first, known = None, 0
-    offset = keys.find(key)
+    offset = find(key)
     while offset >= 0:  # the entries equal to ``key`` (``_aligned``, in one pass)
         if offset % DIGEST:  # straddles two entries
-            offset = keys.find(key, offset + 1)
+            offset = find(key, offset + 1)
             continue
-        if not results.startswith(TOMBSTONE, offset):  # compared in place: no slice per entry
+        if not known_at(TOMBSTONE, offset):  # compared in place: no slice per entry
             if first is None:
-                first = results[offset : offset + DIGEST]
-            elif not results.startswith(first, offset):
+                first = state.results[offset : offset + DIGEST]
+            elif not known_at(first, offset):
                 return False
             known += 1
-        offset = keys.find(key, offset + DIGEST)
+        offset = find(key, offset + DIGEST)
     return known >= 2
 
 
@@ -276,17 +278,17 @@ def _tombstone_through(state: RepeatState, turn: int) -> None:
 
 
 def _forget_absent(state: RepeatState) -> None:
-    """A warning mark lasts while its batch still counts in the window."""
-    keys = state.keys
-    state.warned = [key for key in state.warned if _present(keys, key)]
-
-
-def _present(keys: bytes, key: bytes) -> bool:
-    """Is ``key`` one of the entries (not only bytes straddling two)?"""
-    offset = keys.find(key)
-    while offset % DIGEST and offset >= 0:
-        offset = keys.find(key, offset + 1)
-    return offset >= 0
+    """A warning mark lasts while its batch still counts in the window (as an entry, not as bytes
+    straddling two)."""
+    find = state.keys.find
+    kept: list[bytes] = []
+    for key in state.warned:  # a loop, not a comprehension: no frame of its own
+        offset = find(key)
+        while offset % DIGEST and offset >= 0:
+            offset = find(key, offset + 1)
+        if offset >= 0:
+            kept.append(key)
+    state.warned = kept
 
 
 def _drop_stale(state: RepeatState) -> None:

@@ -22,6 +22,8 @@ from policy.runtime.loops.layer import ErrorKey, Fields, Layer, Observed
 
 @dataclass(slots=True)
 class StreakState:
+    """What ``loop error_streak`` remembers of one scope."""
+
     key: bytes = b""
     """Fingerprint of the error of the current streak (empty: no streak)."""
     count: int = 0
@@ -46,7 +48,8 @@ class ErrorStreakLayer(Layer[StreakState]):
 
     @classmethod
     def from_policy(cls, policy: CompiledPolicy) -> ErrorStreakLayer | None:
-        return cls(policy.error_streak) if policy.error_streak else None
+        rule = policy.loop(ErrorStreakRule)
+        return cls(rule) if rule else None
 
     def on_result(self, state: StreakState, observed: Observed) -> Finding | None:
         """Extend or end the streak; a stop, an unmarked warning candidate, or None."""

@@ -20,13 +20,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import re2
-
 log = logging.getLogger("policy.guard")
 
 
 @dataclass(frozen=True, slots=True)
 class _Rule:
+    """One ``.gitignore`` line, as a regex over relative paths."""
+
     regex: str
     negated: bool
     folders_only: bool
@@ -85,6 +85,8 @@ def _combined(rules: list[_Rule]) -> tuple[Any, frozenset[int]]:
     no expression when there are no rules, or RE2 cannot compile them."""
     if not rules:
         return None, frozenset()
+    import re2  # by the first ignore file that has rules (a hook's event may walk no folder)
+
     try:
         regex = re2.compile("(?s)" + "|".join(f"({rule.regex})" for rule in rules))
     except re2.error as err:

@@ -23,7 +23,6 @@ import hashlib
 import logging
 import os
 import threading
-import uuid
 from pathlib import Path
 from typing import Protocol
 
@@ -166,7 +165,7 @@ class FolderSnapshots(BackedSnapshots):
         return self.folder / f"{key}{_SUFFIX}"
 
     def _write(self, path: Path, packed: bytes) -> None:
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(16).hex()}.tmp")
         try:
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
             with os.fdopen(fd, "wb") as handle:

@@ -23,6 +23,8 @@ DIGEST_BYTES = 8
 
 @dataclass(slots=True)
 class WorkspaceState:
+    """What the workspace watch remembers of one scope (``state.files``)."""
+
     latest: str | None = None
     checked: dict[str, list[int]] = field(default_factory=dict)
     """Path → [size, mtime_ns, ctime_ns, 1 if it passed its gate else 0]."""

@@ -57,6 +57,8 @@ class Broken:
 
 @dataclass(slots=True)
 class SweepResult:
+    """What a sweep found among the gated files a command changed."""
+
     broken: list[Broken] = field(default_factory=list)
     incomplete: list[tuple[str, GateRule]] = field(default_factory=list)
     unchecked: list[str] = field(default_factory=list)

@@ -12,6 +12,9 @@ snapshots themselves: the state names its last one by key, and a
 - progress: with ``workspace { progress on }``, a call made progress when it brought the
   workspace's content fingerprint to a value not seen in this run;
 - incomplete prefixes are remembered and followed up (``follow_up``).
+
+The shell-write, sweep and follow-up modules are imported by the first event that needs them:
+a hook process answers one event, most of which need none.
 """
 
 from __future__ import annotations
@@ -29,15 +32,12 @@ from policy.model.per_policy import per_policy
 from policy.runtime.gates.bounds import TooLarge, check_size
 from policy.runtime.gates.effects import FileEffect
 from policy.runtime.gates.gate import check_effect, matching_gate, validator_name
-from policy.runtime.gates.shell_writes import shell_writes
 from policy.runtime.workspace.base import Workspace
 from policy.runtime.workspace.coverage import Coverage
-from policy.runtime.workspace.follow_up import notice, touches
 from policy.runtime.workspace.kept import SnapshotKeeper
 from policy.runtime.workspace.progress import advance, content_digest, record
 from policy.runtime.workspace.snapshot import Snapshot
 from policy.runtime.workspace.state import WorkspaceState
-from policy.runtime.workspace.sweep import sweep, sweep_decision
 
 ReadFile = Callable[[str], "str | None"]
 
@@ -88,6 +88,8 @@ class FileWatch:
         None when it writes nothing the gates cover."""
         if not self.shell_writes:
             return None
+        from policy.runtime.gates.shell_writes import shell_writes
+
         check = CommandCheck(Decision(call_id=call.id))
         texts: dict[str, str | None] = {}
         written: dict[str, bool] = {}
@@ -153,7 +155,11 @@ class FileWatch:
                 pending: Callable[[str], dict[str, Any]]) -> None:
         """A new batch: a file still incomplete that the batch does not go on with is followed up on
         the batch's first result (a call that names it, on that call's own)."""
-        for path in list(state.incomplete):  # usually none
+        if not state.incomplete:  # usually
+            return
+        from policy.runtime.workspace.follow_up import touches
+
+        for path in list(state.incomplete):
             if any(touches(self.policy, call, path) is not None for call in calls):
                 continue
             entry = pending(calls[0].id)
@@ -178,6 +184,8 @@ class FileWatch:
         fingerprint = state.fingerprint
         progress: bool | None = None
         if spec.role == "run" and after is not None and self.workspace is not None:
+            from policy.runtime.workspace.sweep import sweep, sweep_decision
+
             snapshot, key = after
             before = self.snapshots.get(state.latest) if state.latest is not None else None
             result = sweep(self.policy, self.workspace, state, before, snapshot,
@@ -196,6 +204,16 @@ class FileWatch:
                     state.incomplete[path] = {"call": call.id}
                 else:
                     state.incomplete.pop(path, None)
+        if state.incomplete:
+            decisions += self._follow_ups(state, call, pending, written)
+        return decisions, progress
+
+    def _follow_ups(self, state: WorkspaceState, call: ToolCall, pending: dict[str, Any],
+                    written: dict[str, bool]) -> list[Decision]:
+        """The notices of the files left incomplete that this call did not go on with."""
+        from policy.runtime.workspace.follow_up import notice, touches
+
+        decisions: list[Decision] = []
         for path in list(state.incomplete):
             if path in written:
                 continue
@@ -207,7 +225,7 @@ class FileWatch:
                     continue
                 if decision is not None:
                     decisions.append(decision)
-        return decisions, progress
+        return decisions
 
     def _write_progress(self, state: WorkspaceState, call: ToolCall, fingerprint: int) -> bool | None:
         assert self.workspace is not None
