@@ -169,6 +169,8 @@ def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str
     ("css", "tr:nth-child(2n-1) td { color: red }\n", "tr:nth-child(2n-1) td { top: 0;; }\nb { x: 0 }\n"),
     ("shell", 'if [ \\( -n "$a" \\) -o "$b" = ~ ]; then\n  echo "$a"\nfi\n',  # `\\(` and `~` in a test
      'if [ \\( -n "$a" \\) -o "$b" = ~ ]; then\n  echo )\nfi\n'),
+    ("html", "<pre>\ninfo->skip = 0;\n</pre>\n<p>$ node\n> .save a.js</p>\n",   # a `>` in text
+     "<pre>\ninfo->skip = 0;\n</pre>\n<p>$ node</p\n<p>x</p>\n"),
     ("php", '<?php\n$s = "<e>$p[extends]</e>";\n$u = 2;\n',                 # a bare key that is a keyword
      '<?php\n$s = "<e>$p[extends]</e>";\n$t = (1;\n$u = 2;\n'),
     ("html", '<?xml version="1.0"?>\n<html><body><p>&#x3C;string></p></body></html>\n',

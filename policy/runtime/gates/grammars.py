@@ -80,6 +80,9 @@ _PHP_STRING_KEY = re.compile(rb"\$[A-Za-z_]\w*\[([A-Za-z_]\w*)\]")
 a keyword."""
 _XML_DECLARATION = re.compile(rb"<\?xml\b[^<>]*\?>")
 """XHTML's ``<?xml version="1.0"?>``, which tree-sitter-html 0.23 does not know."""
+_BARE_ANGLE = re.compile(rb"(?<=>)[^<>\"']*(>)")
+"""A ``>`` in text (``info->skip``, a ``> `` prompt): valid HTML that tree-sitter-html 0.23 rejects; one with
+no ``<`` and no quote since the last ``>``."""
 _ESCAPED_ANGLE = re.compile(rb"&(?:lt|#60|#x3[cC]);[^<>&\n]{0,200}(>)")
 """A ``>`` in text after an escaped ``<`` (``&#x3C;string>``): valid HTML that tree-sitter-html rejects."""
 _RUBY_BLOCKS = ("def", "class", "module", "do", "begin", "case", "if", "unless", "while", "until", "for")
@@ -126,7 +129,7 @@ GRAMMARS: dict[str, Grammar] = {
                 heredoc=re.compile(rb"<<-?[ \t]*(['\"]?)([A-Za-z_]\w*)\1"),
                 stand_ins=((_FOR_DO, b";"), (_TILDE, b"_"), (_TEST_OPEN, b"_"), (_TEST_CLOSE, b"_"))),
         Grammar("html", "tree_sitter_html", "language", ("-->", '"', "'", ">"),
-                stand_ins=((_XML_DECLARATION, b" "), (_ESCAPED_ANGLE, b" "))),
+                stand_ins=((_XML_DECLARATION, b" "), (_ESCAPED_ANGLE, b" "), (_BARE_ANGLE, b" "))),
         Grammar("css", "tree_sitter_css", "language", (BLOCK_COMMENT_END, '"', "'"),
                 stand_ins=((_NTH_ARGUMENT, b"2"),)),
     )
