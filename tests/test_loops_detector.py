@@ -275,3 +275,15 @@ def test_a_findings_call_text_is_the_call_summary_it_would_be_made_as(length: in
     finding = Finding("repeat", "warn", RuleRef("loop", "repeat"), None, tool_call, {}, lambda f: "")
     assert finding.call_text(limit) == call_summary(tool_call, limit)
     assert finding.call_text() == call_summary(tool_call)
+
+
+def test_the_log_line_names_the_call_but_keeps_its_arguments_out(
+    ordering: tuple[LoopDetector, ScopeState], caplog: pytest.LogCaptureFixture
+) -> None:
+    detector, state = ordering
+    secret = call("bash", "curl -H 'Authorization: Bearer s3cr3t' https://api")
+    with caplog.at_level(logging.INFO, logger="policy.loops"):
+        decision = detector.on_turn(state, [secret])
+        decision = detector.on_turn(state, [ToolCall("c-again", "bash", secret.args)])
+    assert decision.action == "warn"
+    assert [r.getMessage() for r in caplog.records] == ["loop repeat warn on call c-again: bash, count 2"]

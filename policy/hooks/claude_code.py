@@ -30,9 +30,8 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from policy.hooks.delivery import decision_text
 from policy.model.decision import Decision
@@ -52,9 +51,9 @@ class HookEventError(ValueError):
     """A hook event that cannot be read; the message says what is wrong with it."""
 
 
-@dataclass(frozen=True)
-class HookEvent:
-    """One event, checked.  ``call`` is set for tool events; ``result`` once the tool ran."""
+class HookEvent(NamedTuple):
+    """One event, checked.  ``call`` is set for tool events; ``result`` once the tool ran.
+    (A named tuple: every hook process defines it, and a dataclass costs far more to define.)"""
 
     name: str
     session_id: str

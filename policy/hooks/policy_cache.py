@@ -4,9 +4,10 @@ A hook process that must compile its policy pays for the whole language
 stack (Lark, pydantic) on every event; one that finds the compiled policy
 here only unpickles it.  An entry is used only when
 
-- the package's code and the interpreter are the ones that wrote it
+- the package's code, Jinja2's and the interpreter are the ones that wrote it
   (:func:`code_identity`: every module's size and modification time, and the
-  Python version — an upgrade or an edit of policyctl invalidates it);
+  Python version — an upgrade or an edit of policyctl or Jinja2 invalidates it:
+  hint templates are kept compiled, as Jinja2 code and as programs);
 - every file it was built from (policy files, ``extends`` bases, hint
   templates) still has the content it had (SHA-256), and no hint template
   that would now take precedence has appeared;
@@ -26,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import importlib.util
 import io
 import os
 import pickle
@@ -63,10 +65,14 @@ Dependencies = tuple[tuple[str, str | None], ...]
 
 @cache
 def code_identity() -> str:
-    """What a cached policy depends on besides its files: the interpreter and policyctl's own code."""
+    """What a cached policy depends on besides its files: the interpreter, policyctl's own code and
+    Jinja2's (found without importing it)."""
     digest = hashlib.sha256(sys.version.encode())
     digest.update(str(sys.implementation.cache_tag).encode())
     _add_sources(digest, str(_PACKAGE_DIR))
+    jinja2 = importlib.util.find_spec("jinja2")
+    for folder in (jinja2.submodule_search_locations or []) if jinja2 is not None else []:
+        _add_sources(digest, folder)
     return digest.hexdigest()
 
 

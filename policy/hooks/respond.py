@@ -13,26 +13,30 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
 from policy.hooks.claude_code import HookEventError, answer, file_reader, parse_event
 from policy.hooks.policy_cache import PolicyCache, Watch
 from policy.model.compiled import CompiledPolicy
 from policy.model.diagnostics import PolicyError
 from policy.runtime.guard import Guard
-from policy.runtime.workspace.local import DEFAULT_MAX_FILES, LocalWorkspace
 from policy.stores.file import FileStore
 from policy.stores.lru import LruDict
 from policy.stores.memory import Store
+
+if TYPE_CHECKING:
+    from policy.runtime.workspace.coverage import Coverage
+    from policy.runtime.workspace.local import LocalWorkspace
+    from policy.runtime.workspace.snapshot import Snapshot
 
 PREFIX = "policyctl hook claude-code"
 WORKSPACES = 16
 """Project folders whose walk caches a resident process keeps."""
 
 
-@dataclass(frozen=True)
-class Reply:
+class Reply(NamedTuple):
     """What the hook prints."""
 
     stdout: str = ""
@@ -76,6 +80,8 @@ class Responder:
 
     def workspace(self, cwd: Path, policy: CompiledPolicy) -> LocalWorkspace:
         """The event's ``cwd`` as the guard's workspace (the sweep checks what a ``Bash`` call changed)."""
+        from policy.runtime.workspace.local import DEFAULT_MAX_FILES, LocalWorkspace
+
         limit = policy.workspace.max_files if policy.workspace is not None else DEFAULT_MAX_FILES
         size = policy.max_check_bytes
         with self._lock:
@@ -94,7 +100,8 @@ class Responder:
             message = f"{PREFIX}: policy {policy_source} cannot be used, the call is not guarded:\n{err}"
             return Reply(stdout=json.dumps({"systemMessage": message}), stderr=message + "\n")
         with _FaultLog() as faults:
-            workspace = self.workspace(event.cwd, policy) if event.cwd is not None else None
+            cwd = event.cwd
+            workspace = _EventWorkspace(lambda: self.workspace(cwd, policy)) if cwd is not None else None
             guard = Guard(policy, read_file=file_reader(event.cwd, policy.max_check_bytes), store=self.store,
                           workspace=workspace)
             reply = answer(guard, event)
@@ -103,6 +110,34 @@ class Responder:
         if reply is None:
             return Reply(stderr=stderr)
         return Reply(stdout=json.dumps(reply, ensure_ascii=False), stderr=stderr)
+
+
+class _EventWorkspace:
+    """The event's project folder as the guard sees it: ``Responder.workspace``, built (and its
+    module imported) when the guard first looks at it; the gate of a write never does."""
+
+    local_clock = True  # a LocalWorkspace's files
+
+    def __init__(self, build: Callable[[], LocalWorkspace]) -> None:
+        self._build = build
+        self._built: LocalWorkspace | None = None
+
+    def _local(self) -> LocalWorkspace:
+        if self._built is None:
+            self._built = self._build()
+        return self._built
+
+    def snapshot(self, coverage: Coverage) -> Snapshot:
+        return self._local().snapshot(coverage)
+
+    def read(self, path: str) -> str | None:
+        return self._local().read(path)
+
+    def relative(self, path: str) -> str | None:
+        return self._local().relative(path)
+
+    def staged(self, paths: list[str]) -> dict[str, str | None]:
+        return self._local().staged(paths)
 
 
 class _FaultLog(logging.Handler):

@@ -19,6 +19,7 @@ from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from policy.model.diagnostics import Span
+from policy.model.hint_program import Program, Unsupported, program_of, run
 
 if TYPE_CHECKING:  # Jinja2 itself is imported when the first template is parsed or rendered
     from jinja2 import Template, nodes
@@ -102,6 +103,11 @@ def basename(path: Any) -> str:
     return posixpath.basename(str(path).replace("\\", "/"))
 
 
+FILTERS: dict[str, Any] = {"basename": basename, "truncate_middle": truncate_middle, "json": plain_json,
+                           "pip_name": pip_name}
+"""policyctl's own filters (beside Jinja2's): plain functions, which a ``hint_program`` also calls."""
+
+
 @cache
 def environment() -> BoundedEnvironment:
     """The one environment every hint template is compiled in."""
@@ -122,13 +128,7 @@ def environment() -> BoundedEnvironment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters.update(
-        basename=basename,
-        truncate_middle=truncate_middle,
-        json=plain_json,
-        pip_name=pip_name,
-        **{LOOP_FILTER: each_item},
-    )
+    env.filters.update(FILTERS, **{LOOP_FILTER: each_item})
     env.filters = {name: bounded_filter(function) for name, function in env.filters.items()}
     env.globals["range"] = bounded_range
     return env
@@ -196,7 +196,10 @@ class HintTemplate:
     its templates) is rebuilt from that code, without Jinja2's lexer, parser
     and code generator.  A template of text, conditions and plain expressions
     renders through its plan (``policy.model.hint_plan``) instead, to the same
-    text; Jinja2 renders whatever the plan leaves to it.
+    text; Jinja2 renders whatever the plan leaves to it.  A cached template
+    may also carry a ``program`` (``policy.model.hint_program``), which renders
+    without importing Jinja2 at all: what a hook process that answers one
+    event needs.
     """
 
     name: str
@@ -208,6 +211,8 @@ class HintTemplate:
     under that Jinja2 version."""
     plan: Plan | None = field(default=None, compare=False, repr=False)
     """The plan kept with ``code`` (None: the template has none, or carries no code)."""
+    program: Program | None = field(default=None, compare=False, repr=False)
+    """The program kept with ``code`` (None: the template is outside its subset, or carries no code)."""
 
     @cached_property
     def template(self) -> Template:
@@ -236,8 +241,8 @@ class HintTemplate:
         return None if plan is None else renderer(plan, environment(), MAX_HINT_CHARS)
 
     def with_code(self) -> HintTemplate:
-        """This template with its compiled code and its plan attached (itself when the source does
-        not compile)."""
+        """This template with its compiled code, its plan and its program attached (itself when the
+        source does not compile)."""
         from jinja2 import TemplateError
 
         from policy.model.hint_plan import plan_of
@@ -245,10 +250,11 @@ class HintTemplate:
         try:
             tree = parse_bounded(self.source)
             plan = plan_of(tree, environment())
+            program = program_of(tree, frozenset(FILTERS))
             compiled = environment().compile(tree)
         except TemplateError:
             return self
-        return replace(self, code=(_jinja2_version(), marshal.dumps(compiled)), plan=plan)
+        return replace(self, code=(_jinja2_version(), marshal.dumps(compiled)), plan=plan, program=program)
 
     def render(self, variables: Mapping[str, Any]) -> str:
         """Render; a failure is logged and replaced by a plain one-line hint."""
@@ -262,14 +268,25 @@ class HintTemplate:
         ``policy.model.variables.HintVariables`` computes no others).
         """
         try:
-            fast = self._fast
-            text = fast(variables) if fast is not None else None
+            text = self._without_jinja2(variables)
+            if text is None:
+                fast = self._fast
+                text = fast(variables) if fast is not None else None
             if text is None:
                 text = environment().render_bounded(self.template, self._context(variables))
             return RenderedHint(text.strip("\n"))
         except Exception as err:  # a hint must never break the agent
             log.warning("hint %s failed to render: %s", self.name, err)
             return RenderedHint(fallback_hint(variables), f"{type(err).__name__}: {err}")
+
+    def _without_jinja2(self, variables: Mapping[str, Any]) -> str | None:
+        """The program's text; None without a program, or where it leaves the render to Jinja2."""
+        if self.program is None:
+            return None
+        try:
+            return run(self.program, self._context(variables), FILTERS)
+        except Unsupported:
+            return None
 
     def _context(self, variables: Mapping[str, Any]) -> dict[str, Any]:
         """The variables the template reads, as Jinja2's render takes them."""

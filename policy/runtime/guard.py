@@ -46,7 +46,6 @@ from policy.runtime.loops.state import MAX_OPEN_CALLS, ScopeState, drop_oldest
 from policy.runtime.output import Output, output_reader
 from policy.runtime.workspace.base import Workspace
 from policy.runtime.workspace.kept import MemorySnapshots, SnapshotKeeper
-from policy.runtime.workspace.local import DEFAULT_MAX_FILES, LocalWorkspace
 from policy.runtime.workspace.progress import command_mutates
 from policy.runtime.workspace.watch import FileWatch
 from policy.stores.memory import MemoryStore, Store
@@ -415,6 +414,8 @@ def _local(workspace: Workspace | str | os.PathLike[str] | None, policy: Compile
     """A root folder as a ``LocalWorkspace`` bounded by the policy's ``max_files`` and ``max_check_bytes``."""
     if not isinstance(workspace, str | os.PathLike):
         return workspace
+    from policy.runtime.workspace.local import DEFAULT_MAX_FILES, LocalWorkspace
+
     rule = policy.workspace
     return LocalWorkspace(workspace, max_files=rule.max_files if rule is not None else DEFAULT_MAX_FILES,
                           max_bytes=policy.max_check_bytes)
@@ -424,6 +425,8 @@ def _workspace_reader(workspace: Workspace | None, limit: int) -> ReadFile:
     """The write gates' reader: the workspace's files (relative paths from its root), else the disk."""
     if workspace is None:
         return lambda path: read_local_file(path, limit)
+    from policy.runtime.workspace.local import LocalWorkspace  # imported by a guard given a workspace
+
     if isinstance(workspace, LocalWorkspace):
         root = workspace.root
         return lambda path: read_local_file(os.path.join(root, path), limit)

@@ -11,7 +11,7 @@ before the last traceback yields to one that matches from there on.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policy.model.compiled import CompiledPolicy, SignatureRule
 from policy.model.decision import Decision
@@ -21,8 +21,10 @@ from policy.model.re2_spans import Spans, group_text
 from policy.model.variables import COMMON_VARIABLES, HintVariables
 from policy.runtime.exit_status import by_design, may_be_by_design, reported_status
 from policy.runtime.loops.layer import ErrorKey
-from policy.runtime.module_origin import ReadFile, module_origin
 from policy.runtime.output import Output, decode, last_bytes, output_reader
+
+if TYPE_CHECKING:  # module_origin is imported when a hint reads it (a module signature's)
+    from policy.runtime.module_origin import ReadFile
 
 ERROR_PREFIX = "Error:"
 """A result whose text starts with this is failed, whatever its status."""
@@ -163,6 +165,8 @@ def hint_variables(
         module = diagnosis.captures.get("module")
         if module is None:
             return None
+        from policy.runtime.module_origin import module_origin
+
         command = policy.tool(call.name).arg("command", call.args)
         return module_origin(module, decode(diagnosis.tail), command if isinstance(command, str) else "",
                              read_file)

@@ -46,19 +46,24 @@ _NO_CAPTURES = ALLOW.captures
 def policy_metadata(decision: Decision) -> dict[str, Any]:
     """``additional_kwargs["policy"]``: what fired, on what, and the counts behind it."""
     rule, captures = decision.rule, decision.captures
+    counts: dict[str, int] = {}
+    for key, value in decision.metadata.items():  # a loop, not a comprehension: no frame of its own
+        if type(value) is int:
+            counts[key] = value
     return {
         "action": decision.action,
         "rule": f"{rule.kind} {rule.name}" if rule else None,  # ``str(rule)``, without its call
         "signature": decision.signature,
         "captures": {} if captures is _NO_CAPTURES else dict(captures),  # a loop decision's: none
-        "counts": {key: value for key, value in decision.metadata.items() if type(value) is int},
+        "counts": counts,
     }
 
 
 def stopped_ai_message(message: AIMessage, decision: Decision) -> AIMessage:
     """The model's message with its tool calls removed and the stop text appended."""
-    additional = {key: value for key, value in message.additional_kwargs.items()
-                  if key not in ("tool_calls", "function_call")}
+    additional = dict(message.additional_kwargs)
+    additional.pop("tool_calls", None)
+    additional.pop("function_call", None)
     additional[POLICY_KEY] = policy_metadata(decision)
     return message.model_copy(update={
         "content": append_text(message.content, decision_text(decision), drop_tool_calls=True),

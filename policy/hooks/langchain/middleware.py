@@ -320,8 +320,9 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         reason = stop_reason(decision)
         # The rule that stopped the run logged it at INFO (``policy.loops``): one record per stop,
         # as DeerFlow makes; which run it ended is a detail for DEBUG.
-        log.debug("policy %s stopped run %s of thread %s: %s", self.guard.policy.name, scope.run_id,
-                  scope.thread_id, decision.rule)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("policy %s stopped run %s of thread %s: %s", self.guard.policy.name, scope.run_id,
+                      scope.thread_id, decision.rule)
         with self._lock:
             self._stops.put(scope.key, decision)
             self._stop_reasons.put(self.scopes.given_run_id(scope), reason)
@@ -344,8 +345,11 @@ def _last_ai_message(state: Any) -> AIMessage | None:
 
 
 def _tool_calls(message: AIMessage) -> list[ToolCall]:
-    return [ToolCall(call.get("id") or "", call["name"], call.get("args") or {})
-            for call in message.tool_calls]
+    calls = message.tool_calls
+    if len(calls) == 1:  # the common batch, without a comprehension's frame
+        call = calls[0]
+        return [ToolCall(call.get("id") or "", call["name"], call.get("args") or {})]
+    return [ToolCall(call.get("id") or "", call["name"], call.get("args") or {}) for call in calls]
 
 
 def _tool_call(request: ToolCallRequest) -> ToolCall:

@@ -124,8 +124,9 @@ class LoopDetector:
         """Mark, log and (unless ``render`` is False and it has a template) render the selected finding."""
         if finding.mark is not None:
             finding.mark()
-        if log.isEnabledFor(logging.INFO):
-            log.info("loop %s %s on call %s: %s", finding.ref.name, finding.action, finding.call.id, finding)
+        if log.isEnabledFor(logging.INFO):  # the call's arguments stay out of the log (they may hold secrets)
+            log.info("loop %s %s on call %s: %s, count %s", finding.ref.name, finding.action, finding.call.id,
+                     finding.call.name, finding.facts.get("count"))
         if finding.hint is not None and not render:  # the call's summary is made with the hint
             metadata: dict[str, Any] = {"layer": finding.kind, **finding.facts, **finding.metadata}
             return Decision(action=finding.action, rule=finding.ref, call_id=finding.call.id,

@@ -19,7 +19,8 @@ class Finding:
     """What a layer found: a warning candidate or a stop, with the facts its hint shows."""
 
     kind: str
-    """The rule kind of ``variables.RULE_VARIABLES``: repeat, frequency, error_streak, oscillation."""
+    """The rule kind (``policy.language.hint_variables.RULE_VARIABLES``): repeat, frequency, error_streak,
+    oscillation."""
     action: Action
     ref: RuleRef
     hint: HintTemplate | None
@@ -28,7 +29,7 @@ class Finding:
     facts: dict[str, Any]
     """The kind's hint variables (counts, thresholds, what repeated); also the decision's metadata."""
     describe: Callable[[Finding], str]
-    """One plain line: the hint when the rule has no template, and the log text."""
+    """One plain line: the hint when the rule has no template."""
     mark: Callable[[], None] | None = None
     """Suppress this warning from repeating; called only when this finding is the one selected."""
     metadata: dict[str, Any] = field(default_factory=dict)

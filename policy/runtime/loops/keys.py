@@ -58,7 +58,12 @@ class KeyRecipe:
         # The selected arguments in the call's order (the key's JSON sorts them): a call has
         # fewer arguments than a policy names key arguments.
         only = self.only
-        selected = {name: value for name, value in args.items() if name in only} if only is not None else None
+        selected = None
+        if only is not None:
+            selected = {}
+            for name, value in args.items():  # a loop, not a comprehension: no frame of its own
+                if name in only:
+                    selected[name] = value
         if selected:
             args = selected
         elif self.ignored and not self.ignored.isdisjoint(args):

@@ -104,7 +104,8 @@ class RepeatLayer(Layer[RepeatState]):
 
     @classmethod
     def from_policy(cls, policy: CompiledPolicy) -> RepeatLayer | None:
-        return cls(policy.repeat) if policy.repeat else None
+        rule = policy.loop(RepeatRule)
+        return cls(rule) if rule else None
 
     def on_turn(
         self, state: RepeatState, calls: Sequence[ToolCall], call_keys: Sequence[str]
@@ -277,17 +278,17 @@ def _tombstone_through(state: RepeatState, turn: int) -> None:
 
 
 def _forget_absent(state: RepeatState) -> None:
-    """A warning mark lasts while its batch still counts in the window."""
-    keys = state.keys
-    state.warned = [key for key in state.warned if _present(keys, key)]
-
-
-def _present(keys: bytes, key: bytes) -> bool:
-    """Is ``key`` one of the entries (not only bytes straddling two)?"""
-    offset = keys.find(key)
-    while offset % DIGEST and offset >= 0:
-        offset = keys.find(key, offset + 1)
-    return offset >= 0
+    """A warning mark lasts while its batch still counts in the window (as an entry, not as bytes
+    straddling two)."""
+    find = state.keys.find
+    kept: list[bytes] = []
+    for key in state.warned:  # a loop, not a comprehension: no frame of its own
+        offset = find(key)
+        while offset % DIGEST and offset >= 0:
+            offset = find(key, offset + 1)
+        if offset >= 0:
+            kept.append(key)
+    state.warned = kept
 
 
 def _drop_stale(state: RepeatState) -> None:
