@@ -69,7 +69,7 @@ class HandWritten:
     """Repeat and frequency as one would write them by hand."""
 
     def __init__(self, policy: CompiledPolicy) -> None:
-        repeat, frequency = policy.repeat, policy.frequency
+        repeat, frequency = policy.loop(RepeatRule), policy.loop(FrequencyRule)
         assert repeat is not None and frequency is not None
         self.window, self.warn, self.stop = repeat.window, repeat.warn, repeat.stop
         self.track_results = repeat.until_progress
@@ -159,12 +159,10 @@ class HandWrittenWithHint(HandWritten):
 
     def __init__(self, policy: CompiledPolicy) -> None:
         super().__init__(policy)
-        assert policy.repeat is not None and policy.frequency is not None
+        repeat, frequency = policy.loop(RepeatRule), policy.loop(FrequencyRule)
+        assert repeat is not None and frequency is not None
         self.policy = policy
-        self.rules: dict[str, RepeatRule | FrequencyRule] = {
-            "repeat": policy.repeat,
-            "frequency": policy.frequency,
-        }
+        self.rules: dict[str, RepeatRule | FrequencyRule] = {"repeat": repeat, "frequency": frequency}
 
     def message(self, action: str, layer: str, call: ToolCall, count: int, stop: int, same_result: bool,
                 excerpt: str) -> str:
@@ -204,10 +202,10 @@ class Scenario:
 
 
 def scenarios(policy: CompiledPolicy) -> list[Scenario]:
-    assert policy.repeat is not None and policy.frequency is not None
-    repeat = policy.repeat
+    repeat, frequency = policy.loop(RepeatRule), policy.loop(FrequencyRule)
+    assert repeat is not None and frequency is not None
     same = [make_call(0, command="submit flag{x}")]
-    warn, stop = policy.frequency.limit_for("grep").warn, policy.frequency.limit_for("grep").stop
+    warn, stop = frequency.limit_for("grep").warn, frequency.limit_for("grep").stop
     assert warn < stop
     return [
         Scenario("warn", [same] * (repeat.warn - 1), same, "warn"),

@@ -18,6 +18,7 @@ import sys
 import tracemalloc
 
 from policy.language.loader import load_policy
+from policy.model.compiled import FrequencyRule, RepeatRule
 from policy.model.events import Scope, ToolCall, ToolResult
 from policy.runtime.loops.detector import LoopDetector
 from policy.stores.memory import MemoryStore
@@ -87,8 +88,9 @@ def main() -> int:
 
     policy = load_policy("builtin:default")
     detector = LoopDetector(policy)
-    assert policy.frequency and policy.repeat
-    turns = max(policy.frequency.window, policy.repeat.window) + 20
+    frequency, repeat = policy.loop(FrequencyRule), policy.loop(RepeatRule)
+    assert frequency and repeat
+    turns = max(frequency.window, repeat.window) + 20
     per_scope = bytes_per_scope(detector, options.scopes, turns)
     print(f"bytes per tracked scope (default windows, {turns} turns each, {options.scopes} scopes): "
           f"{per_scope:,.0f}  (target <= {TARGET_BYTES_PER_SCOPE:,})  "

@@ -33,7 +33,7 @@ from jinja2 import Template
 import policy.runtime.loops.keys as keys
 from policy.language.loader import load_policy
 from policy.model import re2_spans
-from policy.model.compiled import CompiledPolicy
+from policy.model.compiled import CompiledPolicy, RepeatRule
 from policy.model.events import Scope, ToolCall, ToolResult
 from policy.model.hint_sandbox import BoundedEnvironment, bounded_concat
 from policy.runtime.guard import Guard
@@ -124,7 +124,8 @@ def spans(policy: CompiledPolicy, rounds: int) -> tuple[float, float, int]:
 
 def render(policy: CompiledPolicy, rounds: int) -> tuple[float, float, int]:
     detector = LoopDetector(policy)
-    assert policy.repeat is not None
+    repeat = policy.loop(RepeatRule)
+    assert repeat is not None
     same = [ToolCall(id="c0", name="bash", args={"command": "submit flag{x}", "description": "again"})]
     public = BoundedEnvironment.render_bounded
 
@@ -136,7 +137,7 @@ def render(policy: CompiledPolicy, rounds: int) -> tuple[float, float, int]:
     def prepare() -> None:  # 500 scopes one batch short of the warning
         states[:] = [ScopeState() for _ in range(500)]
         for state in states:
-            for _ in range(policy.repeat.warn - 1):  # type: ignore[union-attr]
+            for _ in range(repeat.warn - 1):
                 detector.on_turn(state, same)
 
     def run(method: Any) -> Callable[[], None]:

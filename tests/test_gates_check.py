@@ -6,12 +6,13 @@ from typing import Any
 
 import pytest
 
+from policy.language.hint_variables import RULE_VARIABLES
 from policy.language.loader import load_policy
 from policy.model.compiled import CompiledPolicy, GateRule, ToolSpec, Validator
 from policy.model.decision import RuleRef
 from policy.model.events import ToolCall
 from policy.model.hint_template import compile_hint
-from policy.model.variables import COMMON_VARIABLES, RULE_VARIABLES
+from policy.model.variables import COMMON_VARIABLES
 from policy.runtime.gates import check_write, file_effect, matching_gate
 
 WRITE = ToolSpec("write_file", "write", {"path": "path", "content": "content", "append": "append"})

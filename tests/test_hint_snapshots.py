@@ -23,12 +23,13 @@ from typing import Any
 
 import pytest
 
+from policy.language.hint_variables import RULE_VARIABLES
 from policy.language.loader import load_policy
 from policy.model.compiled import CompiledPolicy, PolicyTest
 from policy.model.decision import Decision
 from policy.model.events import Scope, ToolCall, ToolResult
 from policy.model.hint_template import basename, environment, pip_name, plain_json, truncate_middle
-from policy.model.variables import COMMON_VARIABLES, RULE_VARIABLES
+from policy.model.variables import COMMON_VARIABLES
 from policy.replay.harness import Session
 from policy.resources import builtin_policy_names, data_dir
 from policy.testing.runner import PolicyTestResult, run_test
@@ -83,8 +84,7 @@ def _rendered(results: list[PolicyTestResult]) -> Iterator[tuple[str, str]]:
 
 
 def _templates_by_rule(policy: CompiledPolicy) -> dict[str, str]:
-    loops = (policy.repeat, policy.frequency, policy.error_streak, policy.oscillation)
-    rules: list[Any] = [*policy.gates, *policy.signatures, *(loop for loop in loops if loop)]
+    rules: list[Any] = [*policy.gates, *policy.signatures, *policy.loops]
     templates = {str(rule.ref): rule.hint.source for rule in rules if rule.hint is not None}
     workspace = policy.workspace
     if workspace is not None:

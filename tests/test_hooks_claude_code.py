@@ -673,13 +673,10 @@ def test_the_hint_guide_shows_hints_that_state_facts() -> None:
 def _hint_source(policy: Any, rule: str) -> str | None:
     """The template source behind a decision's rule (``signature NAME``, ``gate NAME``, ``loop repeat`` …)."""
     kind, _, name = rule.partition(" ")
-    if kind == "loop":
-        layer = getattr(policy, name)
-        return layer.hint.source if layer is not None and layer.hint is not None else None
     if kind in ("sweep", "incomplete"):
         hint = policy.workspace.hint if kind == "sweep" else policy.workspace.incomplete_hint
         return hint.source if hint else None
-    rules = policy.signatures if kind == "signature" else policy.gates
+    rules = {"loop": policy.loops, "signature": policy.signatures}.get(kind, policy.gates)
     found = next((r for r in rules if r.ref.name == name), None)
     return found.hint.source if found is not None and found.hint is not None else None
 

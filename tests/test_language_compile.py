@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from policy.language.loader import check_policy, load_policy
-from policy.model.compiled import CompiledPolicy
+from policy.model.compiled import CompiledPolicy, ErrorStreakRule, FrequencyRule, OscillationRule, RepeatRule
 from policy.model.diagnostics import Diagnostic, Severity
 
 WRITER = "tool write_file { writes path=path content=content append=append }\n"
@@ -233,17 +233,19 @@ def test_loop_rules_compile_with_their_defaults(tmp_path: Path) -> None:
         "loop oscillation { period 2..4; repeats 2; no_progress; stop }\n"
     )
     policy = compiled(tmp_path, text)
-    assert policy.repeat is not None and (policy.repeat.window, policy.repeat.until_progress) == (20, True)
-    assert policy.frequency is not None and policy.frequency.window == 300
-    assert policy.frequency.limit_for("bash").stop == 300 and policy.frequency.limit_for("ls").warn == 30
-    assert policy.error_streak is not None and policy.error_streak.same_captures is False
-    assert policy.oscillation is not None
-    assert (policy.oscillation.min_period, policy.oscillation.max_period, policy.oscillation.action) == (
+    repeat, frequency = policy.loop(RepeatRule), policy.loop(FrequencyRule)
+    error_streak, oscillation = policy.loop(ErrorStreakRule), policy.loop(OscillationRule)
+    assert repeat is not None and (repeat.window, repeat.until_progress) == (20, True)
+    assert frequency is not None and frequency.window == 300
+    assert frequency.limit_for("bash").stop == 300 and frequency.limit_for("ls").warn == 30
+    assert error_streak is not None and error_streak.same_captures is False
+    assert oscillation is not None
+    assert (oscillation.min_period, oscillation.max_period, oscillation.action) == (
         2,
         4,
         "stop",
     )
-    assert str(policy.repeat.ref) == "loop repeat"
+    assert str(repeat.ref) == "loop repeat"
 
 
 def test_policy_settings_out_of_range(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from policy.language.loader import check_policy, load_policy
+from policy.model.compiled import RepeatRule
 from policy.model.diagnostics import PolicyError
 from policy.resources import builtin_policy_names, builtin_policy_path
 
@@ -85,13 +86,13 @@ def test_disable_removes_a_rule_of_the_bases(tmp_path: Path) -> None:
     policy = load_policy(write(tmp_path, "team.policy", text))
     assert [s.ref.name for s in policy.signatures] == ["MOD"]
     assert "port" not in policy.hints
-    assert policy.repeat is None
+    assert policy.loop(RepeatRule) is None
 
 
 def test_disable_then_declare_replaces_a_rule_whole(tmp_path: Path) -> None:
     write(tmp_path, "base.policy", BASE)
     text = 'extends "base.policy"\ndisable loop repeat\nloop repeat { warn 2; stop 4 }\n'
-    repeat = load_policy(write(tmp_path, "team.policy", text)).repeat
+    repeat = load_policy(write(tmp_path, "team.policy", text)).loop(RepeatRule)
     assert repeat is not None
     assert (repeat.window, repeat.warn, repeat.stop, repeat.until_progress) == (20, 2, 4, False)
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from policy.language.loader import load_policy
-from policy.model.compiled import CompiledPolicy
+from policy.model.compiled import CompiledPolicy, OscillationRule, RepeatRule
 from policy.model.decision import Decision
 from policy.model.events import Scope, ToolCall, ToolResult
 from policy.runtime.guard import Guard
@@ -87,13 +87,13 @@ def test_json_round_trip_keeps_everything_including_pending(default: CompiledPol
 def test_state_stays_within_the_windows_however_long_the_session(default: CompiledPolicy) -> None:
     detector, state = LoopDetector(default), ScopeState()
     replay(detector, state, session_events(seed=11, length=3000), through_json=False)
-    assert default.repeat and default.oscillation
-    assert len(state.repeat.keys) == len(state.repeat.results) == default.repeat.window * DIGEST
+    repeat, oscillation = default.loop(RepeatRule), default.loop(OscillationRule)
+    assert repeat and oscillation
+    assert len(state.repeat.keys) == len(state.repeat.results) == repeat.window * DIGEST
     assert len(state.frequency.window) <= 300
     assert len(state.frequency.tools) <= len(set(state.frequency.window)) + 1
-    oscillation = default.oscillation
     assert len(state.oscillation.items) <= oscillation.max_period * oscillation.repeats * DIGEST
-    assert len(state.oscillation.calls) <= default.oscillation.max_period
+    assert len(state.oscillation.calls) <= oscillation.max_period
     assert len(state.repeat.inflight) <= 3 and not state.repeat.partial
     assert len(state.to_json()) < 8192
 

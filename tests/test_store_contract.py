@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from policy.language.loader import load_policy
+from policy.model.compiled import RepeatRule
 from policy.model.decision import Decision
 from policy.model.events import Scope, ToolCall
 from policy.runtime.loops.detector import LoopDetector
@@ -60,8 +61,9 @@ def test_scopes_do_not_share_state(make_store: Callable[[], Store]) -> None:
 
 def test_a_pending_decision_comes_back_whole(make_store: Callable[[], Store]) -> None:
     policy = load_policy("builtin:default")
-    assert policy.repeat is not None and policy.repeat.ref.span is not None
-    warning = Decision(action="warn", rule=policy.repeat.ref, hint="ü → ✓", call_id="c1",
+    repeat = policy.loop(RepeatRule)
+    assert repeat is not None and repeat.ref.span is not None
+    warning = Decision(action="warn", rule=repeat.ref, hint="ü → ✓", call_id="c1",
                        metadata={"count": 3, "layer": "repeat"})
     scope = Scope("t1", "r1")
     with make_store().scope(scope) as state:

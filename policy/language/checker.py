@@ -14,7 +14,8 @@ from dataclasses import dataclass, field, replace
 
 from policy.language import ast
 from policy.language.collector import DiagnosticCollector, did_you_mean, join_help, quoted_list
-from policy.language.schema import DECLARATIONS, LOOP_LAYERS, VALIDATORS, Spec
+from policy.language.schema import DECLARATIONS, LOOP_LAYERS, VALIDATORS
+from policy.language.spec import Spec
 from policy.language.value_forms import Part, Resolution, form, resolve, usage, values_span_text
 from policy.model.diagnostics import Span
 

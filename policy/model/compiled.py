@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import InitVar, dataclass, field
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from policy.model.decision import Action, RuleRef
 from policy.model.diagnostics import Span
@@ -208,8 +208,22 @@ class ToolLimit:
     stop: int
 
 
+class LoopRule:
+    """Base of every loop rule (``loop NAME { … }``): each kind's rule is a frozen dataclass
+    subclassing it, and the compiled policy keeps them in ``CompiledPolicy.loops``, read by type
+    (``policy.loop(RepeatRule)``).  Each declares ``ref`` and ``hint`` itself: as fields of a base,
+    ``hint`` would have to be keyword-only, and the hooks' policy cache rebuilds a dataclass
+    from its fields in order."""
+
+    ref: RuleRef
+    hint: HintTemplate | None
+
+
+L = TypeVar("L", bound=LoopRule)
+
+
 @dataclass(frozen=True)
-class RepeatRule:
+class RepeatRule(LoopRule):
     """``loop repeat``: the same call made again and again."""
 
     ref: RuleRef
@@ -221,7 +235,7 @@ class RepeatRule:
 
 
 @dataclass(frozen=True)
-class FrequencyRule:
+class FrequencyRule(LoopRule):
     """``loop frequency``: one tool called too often within a window."""
 
     ref: RuleRef
@@ -241,7 +255,7 @@ class FrequencyRule:
 
 
 @dataclass(frozen=True)
-class ErrorStreakRule:
+class ErrorStreakRule(LoopRule):
     """``loop error_streak``: the same error again and again."""
 
     ref: RuleRef
@@ -253,7 +267,7 @@ class ErrorStreakRule:
 
 
 @dataclass(frozen=True)
-class OscillationRule:
+class OscillationRule(LoopRule):
     """``loop oscillation``: the same few calls in a cycle."""
 
     ref: RuleRef
@@ -343,10 +357,8 @@ class CompiledPolicy:
     gates: tuple[GateRule, ...] = ()
     signatures: tuple[SignatureRule, ...] = ()
     normalizers: tuple[Normalizer, ...] = ()
-    repeat: RepeatRule | None = None
-    frequency: FrequencyRule | None = None
-    error_streak: ErrorStreakRule | None = None
-    oscillation: OscillationRule | None = None
+    loops: tuple[LoopRule, ...] = ()
+    """One rule per ``loop`` declaration, at most one of each kind (``loop``)."""
     workspace: WorkspaceRule | None = None
     hints: Mapping[str, HintTemplate] = field(default_factory=dict)
     tests: tuple[PolicyTest, ...] = ()
@@ -357,6 +369,13 @@ class CompiledPolicy:
         if spec is None:
             return ToolSpec(name=name, key_args=self.default_key_args, ignore_args=self.default_ignore_args)
         return spec
+
+    def loop(self, kind: type[L]) -> L | None:
+        """The policy's loop rule of this kind (``policy.loop(RepeatRule)``), or None when it has none."""
+        for rule in self.loops:
+            if isinstance(rule, kind):
+                return rule
+        return None
 
     def normalize(self, text: str) -> str:
         """Strip volatile text (durations, addresses…) before results are compared."""

@@ -1,9 +1,8 @@
-"""Hint variables, the one list of them: the ones every rule provides, those each kind of rule
-adds, and a mapping that computes each common one on first read.
+"""Hint variables: the ones every rule provides, and a mapping that computes each on first read.
 
-The checker offers a template exactly these names (``policy.language.compiler``),
-``docs/hints.md`` documents exactly these (``tests/test_hint_snapshots.py`` holds
-it to that), and the guard renders with ``HintVariables``.
+The guard renders with ``HintVariables``; what each kind of rule adds is
+``policy.language.hint_variables`` (the checker offers a template exactly
+the common variables and its kind's).
 """
 
 from __future__ import annotations
@@ -94,16 +93,3 @@ COMMON_VARIABLES = frozenset(
     {*_cheap_variables("", RuleRef("", ""), "allow", ToolCall(id="", name="")), *_ON_FIRST_READ}
 )
 """The variables every rule provides: those made at once and those made on first read."""
-
-RULE_VARIABLES: dict[str, frozenset[str]] = {
-    "gate": frozenset({"path", "line", "column", "message", "snippet", "validator", "language", "output"}),
-    "signature": frozenset({"signature", "captures", "excerpt", "output", "status", "module_origin"}),
-    "repeat": frozenset({"count", "warn", "stop", "window", "same_result", "result_excerpt"}),
-    "frequency": frozenset({"count", "warn", "stop", "window"}),
-    "error_streak": frozenset({"count", "warn", "stop", "signature", "captures", "excerpt"}),
-    "oscillation": frozenset({"count", "period", "repeats", "cycle"}),
-    "sweep": frozenset({"path", "line", "column", "message", "snippet", "validator", "language", "output",
-                        "command", "created"}),
-    "incomplete": frozenset({"path", "line", "column", "snippet", "where", "validator"}),
-}
-"""The variables each kind of rule adds (signatures add their named groups too)."""

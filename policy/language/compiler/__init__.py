@@ -12,7 +12,7 @@ from types import MappingProxyType
 from policy.language import ast
 from policy.language.checker import Setting
 from policy.language.collector import DiagnosticCollector
-from policy.language.compiler.context import Context, first_value, int_value, names, word
+from policy.language.compiler.context import Context
 from policy.language.compiler.hint_templates import compile_hints
 from policy.language.compiler.loops import compile_loops
 from policy.language.compiler.policy_tests import compile_tests
@@ -20,6 +20,7 @@ from policy.language.compiler.rules import compile_gates, compile_normalizers, c
 from policy.language.compiler.tools import compile_tools, key_args
 from policy.language.compiler.workspace import compile_workspace
 from policy.language.compose import Composition
+from policy.language.setting_values import first_value, int_value, names, word
 from policy.model.compiled import CompiledPolicy
 from policy.model.diagnostics import has_errors
 
@@ -67,8 +68,8 @@ def compile_policy(composition: Composition, report: DiagnosticCollector) -> Com
         normalizers=normalizers,
         workspace=workspace,
         hints=MappingProxyType(dict(ctx.hints)),
+        loops=loops,
         tests=tests,
-        **loops,
     )
 
 

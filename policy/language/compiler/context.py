@@ -9,11 +9,12 @@ from policy.language import ast
 from policy.language.checker import Declaration, Setting
 from policy.language.collector import DiagnosticCollector, did_you_mean, join_help, quoted_list
 from policy.language.compose import Composition
-from policy.language.schema import Spec
+from policy.language.hint_variables import RULE_VARIABLES
+from policy.language.spec import Spec
 from policy.language.value_forms import usage
 from policy.model.diagnostics import Span
 from policy.model.hint_template import HintTemplate
-from policy.model.variables import COMMON_VARIABLES, RULE_VARIABLES
+from policy.model.variables import COMMON_VARIABLES
 
 
 @dataclass
@@ -98,32 +99,3 @@ class Context:
 def describe(declaration: Declaration) -> str:
     """``gate `python``` / ``policy`` for messages."""
     return f"{declaration.kind} `{declaration.name}`" if declaration.name else declaration.kind
-
-
-def first_value(settings: Mapping[str, Setting], key: str) -> ast.Value | None:
-    """The first value of a setting, or None when the setting is absent."""
-    setting = settings.get(key)
-    if setting is None or not setting.statement.values:
-        return None
-    return setting.statement.values[0]
-
-
-def int_value(settings: Mapping[str, Setting], key: str) -> tuple[int, Span] | None:
-    value = first_value(settings, key)
-    if isinstance(value, ast.Number) and isinstance(value.value, int):
-        return value.value, value.span
-    return None
-
-
-def word(settings: Mapping[str, Setting], key: str, default: str) -> str:
-    """A setting's first value as a word (``partial allow`` → ``allow``), or ``default``."""
-    value = first_value(settings, key)
-    return value.value if isinstance(value, (ast.Name, ast.String)) else default
-
-
-def names(settings: Mapping[str, Setting], key: str) -> tuple[str, ...] | None:
-    """A setting's values as names (``tools bash python``), or None when the setting is absent."""
-    setting = settings.get(key)
-    if setting is None:
-        return None
-    return tuple(v.value for v in setting.statement.values if isinstance(v, (ast.Name, ast.String)))

@@ -8,9 +8,10 @@ from collections.abc import Mapping
 from policy.language import ast
 from policy.language.checker import Declaration
 from policy.language.collector import did_you_mean, join_help, quoted_list
-from policy.language.compiler.context import Context, first_value, names, word
+from policy.language.compiler.context import Context
 from policy.language.patterns import check_glob, check_replacement, compile_regex, replacement_template
 from policy.language.schema import GATE, SIGNATURE
+from policy.language.setting_values import first_value, names, word
 from policy.model.compiled import WRITING_ROLES, GateRule, Normalizer, SignatureRule, ToolSpec, Validator
 from policy.model.decision import RuleRef
 

@@ -7,8 +7,9 @@ from types import MappingProxyType
 from policy.language import ast
 from policy.language.checker import Setting
 from policy.language.collector import did_you_mean, join_help, quoted_list
-from policy.language.compiler.context import Context, first_value, names
+from policy.language.compiler.context import Context
 from policy.language.patterns import compile_regex
+from policy.language.setting_values import first_value, names
 from policy.model.compiled import ROLE_FIELDS, ROLE_STATEMENTS, Pattern, ToolRole, ToolSpec
 
 OPTIONAL_FIELDS = frozenset({"append", "all", "start", "end", "limit", "cell", "type", "mode"})

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from policy.language import ast
-from policy.language.compiler.context import Context, int_value, word
+from policy.language.compiler.context import Context
 from policy.language.patterns import check_glob
+from policy.language.setting_values import int_value, word
 from policy.model.compiled import WorkspaceRule
 from policy.model.decision import RuleRef
 

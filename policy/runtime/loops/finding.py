@@ -19,7 +19,8 @@ class Finding:
     """What a layer found: a warning candidate or a stop, with the facts its hint shows."""
 
     kind: str
-    """The rule kind of ``variables.RULE_VARIABLES``: repeat, frequency, error_streak, oscillation."""
+    """The rule kind (``policy.language.hint_variables.RULE_VARIABLES``): repeat, frequency, error_streak,
+    oscillation."""
     action: Action
     ref: RuleRef
     hint: HintTemplate | None

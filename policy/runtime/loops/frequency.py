@@ -60,7 +60,8 @@ class FrequencyLayer(Layer[FrequencyState]):
 
     @classmethod
     def from_policy(cls, policy: CompiledPolicy) -> FrequencyLayer | None:
-        return cls(policy.frequency) if policy.frequency else None
+        rule = policy.loop(FrequencyRule)
+        return cls(rule) if rule else None
 
     def on_turn(
         self, state: FrequencyState, calls: Sequence[ToolCall], keys: Sequence[str]

@@ -4,7 +4,8 @@ On a turn the layers count the batch in this order and the first stop ends
 the count; on a result every layer records it.  The most severe finding is
 decided; between findings of equal severity, the earlier layer's
 (docs/design.md, "Decision ordering").  A new layer is one module
-implementing ``policy.runtime.loops.layer.Layer``, listed here.
+implementing ``policy.runtime.loops.layer.Layer``, listed here; its rule and
+its syntax are declared once each too (docs/design.md, "Extending policyctl").
 """
 
 from __future__ import annotations

@@ -62,7 +62,8 @@ class OscillationLayer(Layer[OscillationState]):
 
     @classmethod
     def from_policy(cls, policy: CompiledPolicy) -> OscillationLayer | None:
-        return cls(policy.oscillation) if policy.oscillation else None
+        rule = policy.loop(OscillationRule)
+        return cls(rule) if rule else None
 
     def on_result(self, state: OscillationState, observed: Observed) -> Finding | None:
         """Append the call's item (the fingerprint of its key, with its result under

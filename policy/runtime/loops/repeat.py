@@ -104,7 +104,8 @@ class RepeatLayer(Layer[RepeatState]):
 
     @classmethod
     def from_policy(cls, policy: CompiledPolicy) -> RepeatLayer | None:
-        return cls(policy.repeat) if policy.repeat else None
+        rule = policy.loop(RepeatRule)
+        return cls(rule) if rule else None
 
     def on_turn(
         self, state: RepeatState, calls: Sequence[ToolCall], call_keys: Sequence[str]

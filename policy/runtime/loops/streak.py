@@ -48,7 +48,8 @@ class ErrorStreakLayer(Layer[StreakState]):
 
     @classmethod
     def from_policy(cls, policy: CompiledPolicy) -> ErrorStreakLayer | None:
-        return cls(policy.error_streak) if policy.error_streak else None
+        rule = policy.loop(ErrorStreakRule)
+        return cls(rule) if rule else None
 
     def on_result(self, state: StreakState, observed: Observed) -> Finding | None:
         """Extend or end the streak; a stop, an unmarked warning candidate, or None."""
