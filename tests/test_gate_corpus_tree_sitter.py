@@ -58,7 +58,7 @@ from policy.language.loader import load_policy
 from policy.model.compiled import CompiledPolicy
 from policy.model.validators import SYNTAX_TREE_LANGUAGES
 from policy.runtime.gates.grammars import GRAMMARS, parser
-from policy.runtime.gates.syntax_tree import completions
+from policy.runtime.gates.syntax_tree import check_syntax_tree, completions
 
 pytestmark = pytest.mark.slow
 
@@ -338,7 +338,7 @@ def _extendable(grammar_parser: Any, tree: Any, data: bytes, mutated: bytes, end
     return any(not grammar_parser.parse(repaired).root_node.has_error for repaired in repairs)
 
 
-def _checker_completes(language: str, grammar_parser: Any, chunk: str, rounds: int = 2) -> bool:
+def _checker_completes(language: str, chunk: str, rounds: int = 2) -> bool:
     """Whether the language's own checker accepts the chunk followed by one of the gate's endings (or two,
     when the first closes a string and leaves the text in another: ``"$(a "b"`` + ``"`` ``)`` + ``"``):
     then the chunk is a prefix of a valid file, and what it lacks no error of its own."""
@@ -348,14 +348,15 @@ def _checker_completes(language: str, grammar_parser: Any, chunk: str, rounds: i
     tails = GRAMMARS[language].tails
     for ending in completions(language, chunk):
         completed = chunk + ending
-        if not grammar_parser.parse(completed.encode("utf-8", "surrogateescape")).root_node.has_error:
+        # the checker runs only on what the gate itself (with its stand-ins) reads as valid
+        if check_syntax_tree(language, completed, partial=False).status == "valid":
             with tempfile.TemporaryDirectory(prefix="policyctl-corpus-") as folder:
                 path = Path(folder, f"completed.{EXTENSION[language]}")
                 path.write_text(completed, encoding="utf-8", errors="surrogateescape")
                 if checker(path):
                     return True
         elif (rounds > 1 and ending.startswith(tails)
-              and _checker_completes(language, grammar_parser, completed, rounds - 1)):
+              and _checker_completes(language, completed, rounds - 1)):
             return True
     return False
 
@@ -388,7 +389,7 @@ def inject_errors(language: str, file: str) -> InjectionRun:
                 after = mutated[:cut]
                 if closer and _extendable(grammar_parser, tree, data, mutated, end, starts[last], closer):
                     continue  # text after the chunk could still close it: not an error yet
-                if _checker_completes(language, grammar_parser, after.decode("utf-8", "surrogateescape")):
+                if _checker_completes(language, after.decode("utf-8", "surrogateescape")):
                     continue
                 sandbox = Sandbox(gate_policy())
                 sandbox.files[target] = data[: starts[first]].decode()

@@ -128,6 +128,10 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     ("php", "<?php\nfunction f() {\n  $e = g(substr($a, 1),\n"),   # arguments, then `;` before `}`
     ("php", "<?php\nclass A {\n  public function g()\n"),         # a finished line that needs a body
     ("php", "<?php\nfunction f() {\n  do {\n    $x = g($x);\n"),      # a `do` block waiting for `while`
+    ("php", "<?php\nfunction f() {\n  $t = $a ? $b['c']\n"),            # `;` before the `}`
+    ("shell", "f() {\n  P=\"$D/$(basename \"$C\" .crt | sed -e 's/ /_/g' \\\n"),  # `)`, then `"`, then `}`
+    ("shell", "if [ -x \"$a\" ] &&  \\\n   [ \"$b\" = x ] &&  \\\n"),        # a condition continued
+    ("php", "<?php\nfunction f() {\n  $log = \"\n---- OUT\n$out\n"),     # a string, then `;` before the `}`
     ("java", "class A {\n  void f() {\n    do {\n      x++;\n"),
     ("typescript", "try {\n  do {\n    x++;\n  } while (x < 3);\n  do {\n"),  # `while`, `finally`
     ("ruby", "def f\n  [1, 2].map do |x| x end\n"),                 # a finished line that ends in `end`
@@ -163,6 +167,12 @@ def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str
 @pytest.mark.parametrize(("language", "text", "broken"), [
     ("shell", "for file do\n  echo \"$file\"\ndone\n", "for file do\n  echo )\ndone\n"),  # POSIX for-do
     ("css", "tr:nth-child(2n-1) td { color: red }\n", "tr:nth-child(2n-1) td { top: 0;; }\nb { x: 0 }\n"),
+    ("shell", 'if [ \\( -n "$a" \\) -o "$b" = ~ ]; then\n  echo "$a"\nfi\n',  # `\\(` and `~` in a test
+     'if [ \\( -n "$a" \\) -o "$b" = ~ ]; then\n  echo )\nfi\n'),
+    ("html", "<pre>\ninfo->skip = 0;\n</pre>\n<p>$ node\n> .save a.js</p>\n",   # a `>` in text
+     "<pre>\ninfo->skip = 0;\n</pre>\n<p>$ node</p\n<p>x</p>\n"),
+    ("php", '<?php\n$s = "<e>$p[extends]</e>";\n$u = 2;\n',                 # a bare key that is a keyword
+     '<?php\n$s = "<e>$p[extends]</e>";\n$t = (1;\n$u = 2;\n'),
     ("html", '<?xml version="1.0"?>\n<html><body><p>&#x3C;string></p></body></html>\n',
      '<?xml version="1.0"?>\n<html><body><p>&#x3C;string></p\n<p>x</p></body></html>\n'),
     ("c", "DECLARE_PEM_rw(CMS, CMS_ContentInfo)\nint f(void);\n",            # a macro call with no `;`
@@ -258,6 +268,13 @@ def test_an_error_the_file_already_had_is_not_the_edits_doing(policy: CompiledPo
     broken = edit(policy, "api.c", "int mul(int a, int b);", "int mul(int a, int b;", files)
     assert broken.action == "block"
     assert broken.metadata["line"] == 5
+
+
+def test_an_edit_inside_an_error_that_spans_it_is_not_the_edits_doing() -> None:
+    before = 'a=`echo "$o"`\nb=` echo x`\nf() {\n  echo 2\n}\n'  # tree-sitter-bash: one error from line 1 on
+    assert check_syntax_tree("shell", before, False).status == "invalid"
+    after = before.replace("echo 2", "echo 3")
+    assert check_syntax_tree("shell", after, False, before).status == "valid"
 
 
 def test_typescript_import_types_are_not_errors(policy: CompiledPolicy) -> None:

@@ -45,7 +45,7 @@ class Declaration:
 
     @property
     def file(self) -> str:
-        return self.header.span.file
+        return self.header.lines.path
 
     @property
     def head_span(self) -> Span:

@@ -28,6 +28,7 @@ TERMINAL_ORDER = (
 """Every terminal of the grammar, in the order Lark's lexer tries them (priority first)."""
 _SCALARS = frozenset({"NAME", "STRING", "NUMBER"})
 _END_OF_STATEMENT = frozenset({"_SEP", "RBRACE", "$END"})
+_LEAVES: dict[str, Callable[[str, ast.SourceLines, int], ast.Value]] = leaves.LEAVES  # type: ignore[assignment]
 
 Token = tuple[str, str, int]
 """(terminal, text, offset of its first character)."""
@@ -96,8 +97,7 @@ class _Reader:
         return self.advance()
 
     def leaf(self, token: Token) -> ast.Value:
-        build: Callable[[str, ast.SourceLines, int], ast.Value] = leaves.LEAVES[token[0]]  # type: ignore[assignment]
-        return build(token[1], self.lines, token[2])
+        return _LEAVES[token[0]](token[1], self.lines, token[2])
 
     # statements
 
@@ -151,8 +151,10 @@ class _Reader:
                     break
             elif kind == "LBRACKET":
                 value = self.json_array(self.open(depth), depth + 1)
-            elif kind in leaves.LEAVES:
-                value = self.leaf(self.advance())
+            elif (build := _LEAVES.get(kind)) is not None:
+                token = self.token
+                self.token = next_token()
+                value = build(token[1], lines, token[2])
             else:
                 raise _GiveUp
             values.append(value)

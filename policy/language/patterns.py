@@ -43,12 +43,14 @@ MAX_PROGRAM_SIZE = 10_000
 
 def compile_regex(node: ast.Regex, report: DiagnosticCollector) -> Pattern | None:
     """Compile a ``/regex/flags`` literal with RE2; report E201/E202 and return None when it cannot run."""
-    unknown = sorted(set(node.flags) - REGEX_FLAGS.keys())
-    if unknown:
-        listing = ", ".join(f"{flag} ({meaning})" for flag, meaning in REGEX_FLAGS.items())
-        report.add("E201", f"unknown regex flag `{unknown[0]}`", node.span, f"flags: {listing}")
-        return None
-    flags = "".join(sorted(set(node.flags)))
+    flags = ""
+    if node.flags:
+        unknown = sorted(set(node.flags) - REGEX_FLAGS.keys())
+        if unknown:
+            listing = ", ".join(f"{flag} ({meaning})" for flag, meaning in REGEX_FLAGS.items())
+            report.add("E201", f"unknown regex flag `{unknown[0]}`", node.span, f"flags: {listing}")
+            return None
+        flags = "".join(sorted(set(node.flags)))
     source = f"(?{flags}){node.pattern}" if flags else node.pattern
     try:
         regex = compile_re2(source)

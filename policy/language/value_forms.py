@@ -134,7 +134,8 @@ class Resolution:
 def resolve(values: Sequence[ast.Value], texts: Sequence[str]) -> Resolution:
     """Find the form that ``values`` fit; else explain the closest miss."""
     texts = tuple(texts)
-    key = (texts, tuple(_shape(value, _words(texts)) for value in values))
+    words = _words(texts)
+    key = (texts, tuple([_shape(value, words) for value in values]))
     try:
         fitting = _FITTING[key]
     except KeyError:

@@ -66,14 +66,15 @@ def _load_source(ctx: Context, declaration: Declaration) -> tuple[str, _Locator]
     values = declaration.header.values
     node = values[-1]
     assert isinstance(node, ast.String)
-    policy_file = declaration.header.span.file
+    policy_file = declaration.file
     if len(values) == 2:
         policy_text = ctx.composition.texts.get(policy_file, "")
+        span = node.span
         if not node.triple:
-            return node.value, _Locator(policy_file, policy_text, node.span.line, node.span)
-        opening = node.span.start + 3
+            return node.value, _Locator(policy_file, policy_text, span.line, span)
+        opening = span.start + 3
         skipped_newline = policy_text[opening : opening + 1] in ("\n", "\r")
-        return node.value, _Locator(policy_file, policy_text, node.span.line + skipped_newline, None)
+        return node.value, _Locator(policy_file, policy_text, span.line + skipped_newline, None)
     return _load_file(ctx, declaration.name, node, policy_file)
 
 

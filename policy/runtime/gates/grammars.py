@@ -36,6 +36,9 @@ class Grammar:
     """Text that may close a string or comment the text ends inside, tried in order."""
     keywords: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     """A token that opens a block → the one closing it (Ruby's ``def`` … ``end``, shell's ``if`` … ``fi``)."""
+    quotes: frozenset[str] = frozenset()
+    """String delimiters that are tokens of their own (shell's ``"``): closed like brackets, innermost first
+    (``"$(a "b" \\`` closes as ``)"``)."""
     modifier_parents: frozenset[str] = frozenset()
     """Node types under which a keyword does not open a block (``x = 1 if y``)."""
     followers: Mapping[str, tuple[frozenset[str], str]] = field(default_factory=lambda: MappingProxyType({}))
@@ -58,6 +61,12 @@ class Grammar:
 
 _FOR_DO = re.compile(rb"\bfor[ \t]+\w+([ \t])[ \t]*do\b")
 """``for name do`` (POSIX; no ``in`` list, no ``;``), which tree-sitter-bash 0.25 does not know."""
+_TILDE = re.compile(rb"(?<=[ \t])~(?=[ \t;\n])")
+"""A bare ``~`` word (``[ "$c" = ~ ]``), which tree-sitter-bash 0.25 reads as an operator in a test."""
+_TEST_OPEN = re.compile(rb"(?<![\w$\[\]])\[(?=[ \t])")
+_TEST_CLOSE = re.compile(rb"(?<=[ \t])\](?=[ \t]*(?:[;&|)\n]|$))")
+"""The brackets of a ``[ … ]`` test, read as a command named ``_``: tree-sitter-bash 0.25 rejects valid tests
+(``[ \\( -n "$a" \\) ]``, ``[ "$a" = x -o ! -h "$b" ]``); bash itself reads ``[`` as a command."""
 _NTH_ARGUMENT = re.compile(rb":nth-(?:last-)?(?:child|of-type)\(([^()\n]*)\)")
 """``:nth-child(2n-1)``, whose ``An+B`` tree-sitter-css 0.25 does not know."""
 
@@ -66,8 +75,14 @@ _JS_ENDINGS = (b" => {}", b" from ''")
 ``from``."""
 _TYPE_ARGUMENTS = (b">", b" _>", b">() {}", b"> = _")
 """A type's argument list still open (``Fn<\n  Date,``): ``<`` is no bracket to the closers."""
+_PHP_STRING_KEY = re.compile(rb"\$[A-Za-z_]\w*\[([A-Za-z_]\w*)\]")
+"""``"$frame[class]"``: an array key written bare in a string, which tree-sitter-php 0.25 rejects when it is
+a keyword."""
 _XML_DECLARATION = re.compile(rb"<\?xml\b[^<>]*\?>")
 """XHTML's ``<?xml version="1.0"?>``, which tree-sitter-html 0.23 does not know."""
+_BARE_ANGLE = re.compile(rb"(?<=>)[^<>\"']*(>)")
+"""A ``>`` in text (``info->skip``, a ``> `` prompt): valid HTML that tree-sitter-html 0.23 rejects; one with
+no ``<`` and no quote since the last ``>``."""
 _ESCAPED_ANGLE = re.compile(rb"&(?:lt|#60|#x3[cC]);[^<>&\n]{0,200}(>)")
 """A ``>`` in text after an escaped ``<`` (``&#x3C;string>``): valid HTML that tree-sitter-html rejects."""
 _RUBY_BLOCKS = ("def", "class", "module", "do", "begin", "case", "if", "unless", "while", "until", "for")
@@ -105,13 +120,16 @@ GRAMMARS: dict[str, Grammar] = {
             heredoc=re.compile(rb"<<[~-]?(['\"`]?)([A-Za-z_]\w*)\1"),
         ),
         Grammar("php", "tree_sitter_php", "language_php", (*_C_LIKE, "'"), followers=_FOLLOWERS,
-                terminator=";", heredoc=re.compile(rb"<<<[ \t]*(['\"]?)([A-Za-z_]\w*)\1")),
+                terminator=";", heredoc=re.compile(rb"<<<[ \t]*(['\"]?)([A-Za-z_]\w*)\1"),
+                stand_ins=((_PHP_STRING_KEY, b"k"),)),
         Grammar("shell", "tree_sitter_bash", "language", ("'", '"', "`"),
                 keywords=MappingProxyType({"if": "fi", "do": "done", "case": "esac"}),
-                fillers=(b" ; then :", b" ; do :\ndone"),
-                heredoc=re.compile(rb"<<-?[ \t]*(['\"]?)([A-Za-z_]\w*)\1"), stand_ins=((_FOR_DO, b";"),)),
+                quotes=frozenset({'"', "`"}),
+                fillers=(b" ; then :", b" ; do :\ndone", b" : ; then :", b" : ; do :\ndone"),
+                heredoc=re.compile(rb"<<-?[ \t]*(['\"]?)([A-Za-z_]\w*)\1"),
+                stand_ins=((_FOR_DO, b";"), (_TILDE, b"_"), (_TEST_OPEN, b"_"), (_TEST_CLOSE, b"_"))),
         Grammar("html", "tree_sitter_html", "language", ("-->", '"', "'", ">"),
-                stand_ins=((_XML_DECLARATION, b" "), (_ESCAPED_ANGLE, b" "))),
+                stand_ins=((_XML_DECLARATION, b" "), (_ESCAPED_ANGLE, b" "), (_BARE_ANGLE, b" "))),
         Grammar("css", "tree_sitter_css", "language", (BLOCK_COMMENT_END, '"', "'"),
                 stand_ins=((_NTH_ARGUMENT, b"2"),)),
     )

@@ -122,7 +122,9 @@ def completions(name: str, text: str) -> list[str]:
 def _completions(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any) -> Iterator[tuple[bytes, bool]]:
     """Endings that close what is open at the end of the text; True: a tail closed a string or comment."""
     close = closers(tree, grammar)
-    for filler in (b"", *FILLERS, *grammar.fillers):
+    # a statement cut before its `;`: `$t = $a['x']` closes as `;}`
+    statement_end = (grammar.terminator.encode(),) if grammar.terminator else ()
+    for filler in (b"", *FILLERS, *grammar.fillers, *statement_end):
         yield filler + close, False
     for ending in grammar.endings:
         yield close + ending, False
@@ -130,7 +132,10 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any) -> 
         with_tail = data + tail.encode()
         tail_tree = tree_parser.parse(with_tail)
         if _closes_open_token(tail_tree, len(data), len(with_tail)):
-            yield tail.encode() + closers(tail_tree, grammar), True
+            close = closers(tail_tree, grammar)
+            yield tail.encode() + close, True
+            if statement_end and close:
+                yield tail.encode() + statement_end[0] + close, True  # `$s = "…` closes as `";}`
     if grammar.heredoc is not None:
         openers = list(grammar.heredoc.finditer(data))
         if openers:
@@ -221,6 +226,11 @@ def _track(stack: list[str], node: Any, grammar: Grammar) -> None:
         stack.append(kind)  # a ``try`` or ``do`` whose block has not been followed by its keyword yet
     elif stack and stack[-1] in grammar.followers and kind in grammar.followers[stack[-1]][0]:
         stack.pop()
+    elif kind in grammar.quotes:
+        if stack and stack[-1] == kind:
+            stack.pop()
+        else:
+            stack.append(kind)
     elif kind in _OPENERS:
         stack.append(_OPENERS[kind])
     elif kind in _CLOSERS or kind in grammar.keywords.values():
@@ -268,7 +278,7 @@ def _introduced(tree_parser: Any, grammar: Grammar, old: bytes, data: bytes, sit
     shift = len(data) - len(old)
     lines = set()
     for site in previous:
-        if site.end <= prefix:
+        if site.start < prefix:  # before the edit (an error spanning it starts on the same line)
             lines.add(data.count(b"\n", 0, site.start))
         elif site.start >= len(old) - suffix:
             lines.add(data.count(b"\n", 0, site.start + shift))
