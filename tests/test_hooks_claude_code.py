@@ -904,6 +904,25 @@ def test_cached_hint_templates_render_from_their_compiled_code(tmp_path: Path) -
     assert other_jinja2.render_checked(variables) == expected  # compiled again from its source
 
 
+def test_an_upgraded_library_invalidates_the_cached_policies(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from policy.hooks import policy_cache
+
+    library = tmp_path / "fakelib"
+    library.mkdir()
+    (library / "__init__.py").write_text("VERSION = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(policy_cache, "_COMPILED_WITH", ("fakelib", "no_such_library"))
+    policy_cache.code_identity.cache_clear()
+    try:
+        before = policy_cache.code_identity()
+        (library / "__init__.py").write_text("VERSION = 22\n")
+        policy_cache.code_identity.cache_clear()
+        assert policy_cache.code_identity() != before
+    finally:
+        policy_cache.code_identity.cache_clear()
+
+
 def test_writing_an_entry_prunes_old_and_surplus_entries(tmp_path: Path) -> None:
     from policy.hooks.policy_cache import MAX_AGE_DAYS, MAX_ENTRIES, PolicyCache
 

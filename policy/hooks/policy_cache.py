@@ -4,10 +4,11 @@ A hook process that must compile its policy pays for the whole language
 stack (Lark, pydantic) on every event; one that finds the compiled policy
 here only unpickles it.  An entry is used only when
 
-- the package's code, Jinja2's and the interpreter are the ones that wrote it
-  (:func:`code_identity`: every module's size and modification time, and the
-  Python version — an upgrade or an edit of policyctl or Jinja2 invalidates it:
-  hint templates are kept compiled, as Jinja2 code and as programs);
+- the package's code, Jinja2's, google-re2's and the interpreter are the ones
+  that wrote it (:func:`code_identity`: every module's size and modification
+  time, and the Python version — an upgrade or an edit of any of them
+  invalidates it: hint templates are kept compiled, and patterns are compiled
+  on first use, trusting that the RE2 which checked them still accepts them);
 - every file it was built from (policy files, ``extends`` bases, hint
   templates) still has the content it had (SHA-256), and no hint template
   that would now take precedence has appeared;
@@ -49,6 +50,9 @@ FORMAT = b"policyctl-compiled-1\n"
 _KEY_BYTES = 32
 _MAC_BYTES = hashlib.sha256().digest_size
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
+_COMPILED_WITH = ("jinja2", "re2")
+"""Libraries whose upgrade invalidates a cached policy: Jinja2 (templates kept as its code) and
+google-re2 (patterns compiled on first use)."""
 _ALLOWED_BUILTINS = frozenset({"frozenset", "set", "tuple", "list", "dict", "getattr"})
 
 MAX_ENTRIES = 32
@@ -66,21 +70,24 @@ Dependencies = tuple[tuple[str, str | None], ...]
 @cache
 def code_identity() -> str:
     """What a cached policy depends on besides its files: the interpreter, policyctl's own code and
-    Jinja2's (found without importing it)."""
+    that of the libraries it keeps compiled work of (found without importing them)."""
     digest = hashlib.sha256(sys.version.encode())
     digest.update(str(sys.implementation.cache_tag).encode())
     _add_sources(digest, str(_PACKAGE_DIR))
-    jinja2 = importlib.util.find_spec("jinja2")
-    for folder in (jinja2.submodule_search_locations or []) if jinja2 is not None else []:
-        _add_sources(digest, folder)
+    for library in _COMPILED_WITH:
+        spec = importlib.util.find_spec(library)
+        for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+            digest.update(f"{library}\n".encode())
+            _add_sources(digest, folder)
     return digest.hexdigest()
 
 
 def _add_sources(digest: Any, folder: str) -> None:
-    """Every ``.py`` file's path, size and modification time under ``folder``, in name order."""
+    """Every ``.py`` (and extension module) file's path, size and modification time under
+    ``folder``, in name order."""
     with os.scandir(folder) as entries:
         for entry in sorted(entries, key=lambda entry: entry.name):
-            if entry.name.endswith(".py"):
+            if entry.name.endswith((".py", ".so", ".pyd")):
                 info = entry.stat()
                 digest.update(f"{entry.path}:{info.st_size}:{info.st_mtime_ns}\n".encode())
             elif entry.name != "__pycache__" and entry.is_dir(follow_symlinks=False):
