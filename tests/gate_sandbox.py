@@ -1,7 +1,9 @@
-"""An in-memory file system behind the write gates, for the corpus tests."""
+"""An in-memory file system behind the write gates, and how the corpus tests write into it."""
 
 from __future__ import annotations
 
+import zlib
+from collections.abc import Iterator
 from typing import Any
 
 from policy.model.compiled import CompiledPolicy
@@ -32,3 +34,26 @@ class Sandbox:
     def write(self, path: str, content: str, append: bool) -> Decision:
         """One ``write_file`` call."""
         return self.call("write_file", {"path": path, "content": content, "append": append})
+
+
+def chunk_plans(
+    lines: int, full: tuple[int | None, ...], windows: dict[int, int], seed: str
+) -> Iterator[list[int]]:
+    """Prefix lengths (in lines) after each write: the first is an overwrite, the rest appends.
+
+    ``full``: chunk sizes written through the whole file (None: in one write); ``windows``: chunk
+    size → how many consecutive chunks to write, from a start the ``seed`` picks."""
+    for size in full:
+        yield [lines] if size is None else [*range(size, lines, size), lines]
+    for size, count in windows.items():
+        ends = [*range(size, lines, size), lines]
+        if len(ends) > count:
+            start = zlib.crc32(f"{seed}:{size}".encode()) % (len(ends) - count)
+            ends = ends[start : start + count]
+        yield ends
+
+
+def where(decision: Decision) -> str:
+    """Where a block says the problem is, and what it is."""
+    meta = decision.metadata
+    return f"line {meta.get('line')}, column {meta.get('column')}: {meta.get('message')}"

@@ -25,7 +25,6 @@ import json
 import os
 import re
 import sysconfig
-import zlib
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -36,11 +35,10 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
-from gate_sandbox import Sandbox
+from gate_sandbox import Sandbox, chunk_plans, where
 
 from policy.language.loader import load_policy
 from policy.model.compiled import CompiledPolicy
-from policy.model.decision import Decision
 
 pytestmark = pytest.mark.slow
 
@@ -98,11 +96,6 @@ def default_policy() -> CompiledPolicy:
     return load_policy("builtin:default")
 
 
-def _problem(decision: Decision) -> str:
-    meta = decision.metadata
-    return f"line {meta['line']}, column {meta['column']}: {meta['message']}"
-
-
 # --- valid files, chunk by chunk ----------------------------------------------------------------
 
 @dataclass
@@ -113,21 +106,6 @@ class ChunkRun:
     lines: int = 0
     blocked: list[str] = field(default_factory=list)
     """Valid chunks that were blocked, and complete files judged merely incomplete."""
-
-
-def chunk_plans(
-    lines: int, full: tuple[int | None, ...], windows: dict[int, int], seed: str
-) -> Iterator[list[int]]:
-    """Prefix lengths (in lines) after each write: the first is an overwrite, the rest appends."""
-    for size in full:
-        yield [lines] if size is None else [*range(size, lines, size), lines]
-    for size, count in windows.items():
-        ends = [*range(size, lines, size), lines]
-        if len(ends) <= count:
-            yield ends
-            continue
-        start = zlib.crc32(f"{seed}:{size}".encode()) % (len(ends) - count)
-        yield ends[start : start + count]
 
 
 def write_in_chunks(path: str, kind: str) -> ChunkRun:
@@ -144,7 +122,7 @@ def write_in_chunks(path: str, kind: str) -> ChunkRun:
             run.checks += 1
             run.prefixes.add(end)
             if decision.action == "block":
-                run.blocked.append(f"{Path(path).name} after line {end}: {_problem(decision)}")
+                run.blocked.append(f"{Path(path).name} after line {end}: {where(decision)}")
                 break
             if end == len(lines) and decision.metadata.get("incomplete"):
                 run.blocked.append(f"{Path(path).name}: the complete file was judged incomplete")

@@ -43,7 +43,6 @@ import os
 import re
 import subprocess
 import tempfile
-import zlib
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -53,11 +52,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gate_sandbox import Sandbox
+from gate_sandbox import Sandbox, chunk_plans, where
 
 from policy.language.loader import load_policy
 from policy.model.compiled import CompiledPolicy
-from policy.model.decision import Decision
 from policy.model.validators import SYNTAX_TREE_LANGUAGES
 from policy.runtime.gates.grammars import GRAMMARS, parser
 from policy.runtime.gates.syntax_tree import check_syntax_tree, completions
@@ -247,11 +245,6 @@ def gate_policy() -> CompiledPolicy:
     return load_policy(path)
 
 
-def _where(decision: Decision) -> str:
-    meta = decision.metadata
-    return f"line {meta.get('line')}, column {meta.get('column')}: {meta.get('message')}"
-
-
 @dataclass
 class ChunkRun:
     checks: int = 0
@@ -266,31 +259,19 @@ def _seed(file: str) -> str:
     return str(path.relative_to(NPM)) if path.is_relative_to(NPM) else file
 
 
-def chunk_plans(lines: int, seed: str) -> Iterator[list[int]]:
-    """Prefix lengths (in lines) after each write: the first is an overwrite, the rest appends."""
-    for size in FULL_CHUNKINGS:
-        yield [lines] if size is None else [*range(size, lines, size), lines]
-    for size, count in WINDOWS.items():
-        ends = [*range(size, lines, size), lines]
-        if len(ends) > count:
-            start = zlib.crc32(f"{seed}:{size}".encode()) % (len(ends) - count)
-            ends = ends[start : start + count]
-        yield ends
-
-
 def write_in_chunks(language: str, file: str) -> ChunkRun:
     text = Path(file).read_text(encoding="utf-8")
     lines = text.splitlines(keepends=True)
     target = f"module.{EXTENSION[language]}"
     run = ChunkRun(unparseable=parser(language).parse(text.encode()).root_node.has_error)
-    for ends in chunk_plans(len(lines), _seed(file)):
+    for ends in chunk_plans(len(lines), FULL_CHUNKINGS, WINDOWS, _seed(file)):
         sandbox, written = Sandbox(gate_policy()), 0
         for index, end in enumerate(ends):
             start = 0 if index == 0 else written
             decision = sandbox.write(target, "".join(lines[start:end]), append=index > 0)
             run.checks += 1
             if decision.action == "block":
-                run.blocked.append(f"{file} after line {end}: {_where(decision)}")
+                run.blocked.append(f"{file} after line {end}: {where(decision)}")
                 break
             written = end
     middle = text.find("\n\n", len(text) // 2)
@@ -301,7 +282,7 @@ def write_in_chunks(language: str, file: str) -> ChunkRun:
                                                 "new_str": text[middle - 40 : middle + 2] + "\n"})
         run.checks += 1
         if decision.action == "block":
-            run.blocked.append(f"{file} edited near offset {middle}: {_where(decision)}")
+            run.blocked.append(f"{file} edited near offset {middle}: {where(decision)}")
     return run
 
 
