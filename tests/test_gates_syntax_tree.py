@@ -156,6 +156,7 @@ def test_an_error_followed_by_more_text_blocks_even_in_a_prefix(policy: Compiled
     ("java", "class A {\n  int f() {\n    return 1;\n\n  public int g() {\n", 5),  # a method in a method
     ("go", "package a\n\nfunc f() {\n\tx := g(1\n\t}\n\ty := `a`\n", 4),  # a tail that closes no string
     ("ruby", "def as_json\n  {\n    'o' => options,\n\n  end\n", 5),  # a finished last line: `end` in a hash
+    ("css", ':root {\n  --font: a, "Segoe UI, Roboto;\n  --b: 1;\n}\n', 2),  # a line break ends a CSS string
     ("php", "<?php\nclass A {\n  function f() {\n    $x = 1;\n\n  public function g()\n", 6),
 ])
 def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str, line: int,

@@ -208,15 +208,23 @@ class _Writer:
         return f"_{len(self.values) - 1}"
 
     def body(self, plan: Plan) -> str:
-        """A body as one expression: its literal text and a ``{}`` per other item, formatted."""
-        pattern = "".join(item.replace("{", "{{").replace("}", "}}") if type(item) is str else "{}"
-                          for item in plan)
-        parts = [self.item(item) for item in plan if type(item) is not str]
-        if not parts:
-            return self.value(pattern.format())
-        if pattern == "{}":
+        """A body as one expression: its literal texts and the other items' texts, joined (adjacent
+        texts are one)."""
+        parts: list[str] = []
+        text = ""
+        for item in plan:
+            if type(item) is str:
+                text += item
+                continue
+            if text:
+                parts.append(self.value(text))
+                text = ""
+            parts.append(self.item(item))
+        if text or not parts:
+            parts.append(self.value(text))
+        if len(parts) == 1:
             return parts[0]
-        return f"{self.value(pattern)}.format({', '.join(parts)})"
+        return f"''.join(({', '.join(parts)}))"
 
     def item(self, plan: Plan) -> str:
         if plan[0] == "out":

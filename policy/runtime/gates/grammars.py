@@ -55,6 +55,9 @@ class Grammar:
     match) becomes: an identifier or separator of the same length."""
     terminator: str = ""
     """What ends a statement before a closing ``}`` (``f(a,`` closes as ``f(a,);}``)."""
+    line_strings: re.Pattern[bytes] | None = None
+    """The language's comments and strings, a string ending at a line break: a string a line break ends is
+    broken whatever follows (CSS), though the grammar reads it on to the end of the text."""
     conditionals: bool = False
     """C's preprocessor conditionals: one branch of each is parsed (``policy.runtime.gates.preprocessor``)."""
 
@@ -67,6 +70,7 @@ _TEST_OPEN = re.compile(rb"(?<![\w$\[\]])\[(?=[ \t])")
 _TEST_CLOSE = re.compile(rb"(?<=[ \t])\](?=[ \t]*(?:[;&|)\n]|$))")
 """The brackets of a ``[ … ]`` test, read as a command named ``_``: tree-sitter-bash 0.25 rejects valid tests
 (``[ \\( -n "$a" \\) ]``, ``[ "$a" = x -o ! -h "$b" ]``); bash itself reads ``[`` as a command."""
+_CSS_STRINGS = re.compile(rb"/\*.*?(?:\*/|\Z)|\"(?:[^\"\\\n]|\\.)*[\"\n]|'(?:[^'\\\n]|\\.)*['\n]", re.DOTALL)
 _NTH_ARGUMENT = re.compile(rb":nth-(?:last-)?(?:child|of-type)\(([^()\n]*)\)")
 """``:nth-child(2n-1)``, whose ``An+B`` tree-sitter-css 0.25 does not know."""
 
@@ -131,7 +135,7 @@ GRAMMARS: dict[str, Grammar] = {
         Grammar("html", "tree_sitter_html", "language", ("-->", '"', "'", ">"),
                 stand_ins=((_XML_DECLARATION, b" "), (_ESCAPED_ANGLE, b" "), (_BARE_ANGLE, b" "))),
         Grammar("css", "tree_sitter_css", "language", (BLOCK_COMMENT_END, '"', "'"),
-                stand_ins=((_NTH_ARGUMENT, b"2"),)),
+                stand_ins=((_NTH_ARGUMENT, b"2"),), line_strings=_CSS_STRINGS),
     )
 }
 """Every tree-sitter language a gate can name (``check javascript``)."""

@@ -95,6 +95,10 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> 
         tree = tree_parser.parse(data)
         if not tree.root_node.has_error:
             return ("invalid", conditions) if conditions else ("valid", [])
+    if grammar.line_strings is not None:
+        conditions += [Site(found.end() - 1, found.end() - 1, found.group()[:1].decode())
+                       for found in grammar.line_strings.finditer(data)
+                       if found.group()[:1] in b"\"'" and found.group().endswith(b"\n")]
     if not partial:
         return "invalid", conditions + list(error_sites(tree))
     first: list[Site] | None = None
