@@ -21,6 +21,7 @@ from policy.language.loader import load_policy
 from policy.model.compiled import FrequencyRule, RepeatRule
 from policy.model.events import Scope, ToolCall, ToolResult
 from policy.runtime.loops.detector import LoopDetector
+from policy.runtime.loops.layer import ErrorKey
 from policy.stores.memory import MemoryStore
 
 TARGET_BYTES_PER_SCOPE = 4096
@@ -37,7 +38,7 @@ def fill(detector: LoopDetector, store: MemoryStore, scope: Scope, turns: int) -
             failed = turn % 5 == 0
             output = f"Traceback ...\nValueError: bad value {turn}" if failed else f"ok: {turn} lines"
             result = ToolResult(output, "error" if failed else "success")
-            error_key = ("PYTHON_EXCEPTION", "ValueError") if failed else None
+            error_key = ErrorKey("PYTHON_EXCEPTION", (("type", "ValueError"),)) if failed else None
             detector.on_result(state, call, result, failed=failed, error_key=error_key, state_changed=False)
 
 
@@ -68,7 +69,7 @@ def lru_growth(detector: LoopDetector, total: int) -> tuple[int, int, int]:
         for n in range(total):
             with store.scope(Scope(f"thread-{n}", "run")) as state:
                 detector.on_turn(state, [call])
-                detector.on_result(state, call, result, failed=True, error_key=("PYTEST_FAILED",),
+                detector.on_result(state, call, result, failed=True, error_key=ErrorKey("PYTEST_FAILED"),
                                    state_changed=False)
             if n == 999:
                 gc.collect()

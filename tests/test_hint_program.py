@@ -12,8 +12,18 @@ from typing import Any
 import pytest
 
 from policy.language.loader import load_policy
+from policy.model.decision import RuleRef
+from policy.model.events import ToolCall
 from policy.model.hint_program import Unsupported, program_of, run
-from policy.model.hint_template import FILTERS, HintTemplate, environment, parse_bounded, template_variables
+from policy.model.hint_template import (
+    FILTERS,
+    HintTemplate,
+    compile_hint,
+    environment,
+    parse_bounded,
+    template_variables,
+)
+from policy.model.variables import HintVariables
 from policy.resources import builtin_policy_names, data_dir
 from policy.testing.runner import run_test
 
@@ -35,7 +45,7 @@ def program_text(source: str, context: dict[str, Any]) -> str | None:
     program = program_of(parse_bounded(source), frozenset(FILTERS))
     assert program is not None
     try:
-        return run(program, context, FILTERS)
+        return run(program, context, frozenset(context) | template_variables(source), FILTERS)
     except Unsupported:
         return None
 
@@ -97,6 +107,19 @@ def test_random_variables_render_the_same_or_defer(path: Path) -> None:
         text = program_text(source, context)
         if text is not None:
             assert text == jinja2_text(source, context), context
+
+
+def test_a_cached_template_reads_only_the_variables_its_render_reaches() -> None:
+    computed: list[str] = []
+    variables = HintVariables("p", RuleRef("loop", "repeat"), "warn", ToolCall("c1", "bash", {}),
+                              lazy={"costly": lambda: computed.append("costly") or "x"})
+    source = "{% if action == 'stop' %}{{ costly | truncate_middle(20) }}{% else %}{{ tool }}{% endif %}"
+    cached = compile_hint("plain", source).with_code()
+    assert cached.program is not None
+    assert cached.render(variables) == "bash" and computed == []
+    stopping = HintVariables("p", RuleRef("loop", "repeat"), "stop", ToolCall("c1", "bash", {}),
+                             lazy={"costly": lambda: "y" * 30})
+    assert cached.render(stopping) == compile_hint("plain", source).render(stopping) == "yyyyyyyy … yyyyyyyyy"
 
 
 def test_deeply_nested_arguments_are_left_to_jinja2() -> None:

@@ -166,11 +166,13 @@ def _plain_call(node: Any, args: bool = False) -> bool:
 # --- running one -------------------------------------------------------------------------------
 
 
-def run(program: Program, context: Mapping[str, Any], filters: Mapping[str, Callable[..., Any]]) -> str:
-    """The text Jinja2's bounded sandbox renders for ``context`` (the template's variables);
-    raises ``Unsupported`` where that is not certain."""
+def run(program: Program, variables: Mapping[str, Any], readable: frozenset[str],
+        filters: Mapping[str, Callable[..., Any]]) -> str:
+    """The text Jinja2's bounded sandbox renders when given the ``readable`` names of ``variables``
+    (the names the template reads; each is read only when the render reaches it); raises
+    ``Unsupported`` where that is not certain."""
     parts: list[str] = []
-    _Run(context, filters, parts).statements(program[1])
+    _Run(variables, readable, filters, parts).statements(program[1])
     text = "".join(parts)
     if len(text) > MAX_HINT_CHARS:  # the sandbox's bound: Jinja2 says so, and the hint falls back
         raise Unsupported("the hint is too long")
@@ -178,9 +180,10 @@ def run(program: Program, context: Mapping[str, Any], filters: Mapping[str, Call
 
 
 class _Run:
-    def __init__(self, context: Mapping[str, Any], filters: Mapping[str, Callable[..., Any]],
-                 parts: list[str]) -> None:
-        self.context = context
+    def __init__(self, variables: Mapping[str, Any], readable: frozenset[str],
+                 filters: Mapping[str, Callable[..., Any]], parts: list[str]) -> None:
+        self.variables = variables
+        self.readable = readable
         self.filters = filters
         self.parts = parts
         self.assigned: dict[str, Any] = {}
@@ -245,8 +248,11 @@ class _Run:
     def name(self, name: str) -> Any:
         if name in self.assigned:
             return self.assigned[name]
-        if name in self.context:
-            return self.context[name]
+        if name in self.readable:
+            try:
+                return self.variables[name]
+            except KeyError:  # nothing provides it: undefined, unless Jinja2 has a global of that name
+                pass
         if name in _JINJA_GLOBALS:
             raise Unsupported(f"the global {name}")
         return _UNDEFINED

@@ -284,7 +284,7 @@ class HintTemplate:
         if self.program is None:
             return None
         try:
-            return run(self.program, self._context(variables), FILTERS)
+            return run(self.program, variables, self.variables, FILTERS)
         except Unsupported:
             return None
 
