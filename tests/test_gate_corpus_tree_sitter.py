@@ -239,10 +239,10 @@ def gate_policy() -> CompiledPolicy:
     )
     text = ('policy "corpus" {}\ntool write_file { writes path=path content=content append=append }\n'
             "tool str_replace { edits path=path old=old_str new=new_str }\n" + gates + "\n")
-    folder = tempfile.mkdtemp(prefix="policyctl-corpus-")
-    path = Path(folder, "corpus.policy")
-    path.write_text(text, encoding="utf-8")
-    return load_policy(path)
+    with tempfile.TemporaryDirectory(prefix="policyctl-corpus-") as folder:
+        path = Path(folder, "corpus.policy")
+        path.write_text(text, encoding="utf-8")
+        return load_policy(path)
 
 
 @dataclass
