@@ -278,7 +278,7 @@ def test_a_template_without_a_program_still_renders_through_jinja2() -> None:
     assert hint.render({"tool": "bash"}) == "BASH!"
 
 
-def test_a_render_is_interpreted_first_and_compiled_after(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_with_jinja2_loaded_a_render_is_compiled_unless_declined(monkeypatch: pytest.MonkeyPatch) -> None:
     interpretations: list[str] = []
 
     def counting(built: Program, *args: Any) -> str:
@@ -291,7 +291,7 @@ def test_a_render_is_interpreted_first_and_compiled_after(monkeypatch: pytest.Mo
     for number in range(3):
         assert compiles.render({"count": 3 + number, "tool": "bash"}) == "again: bash"
         assert declined.render({"tool": "a/b"}) == "b"
-    assert len(interpretations) == 1 + 3  # once for the first, every time for the declined one
+    assert len(interpretations) == 3  # the declined one's, each time
 
 
 def test_a_cached_template_keeps_its_program_and_renders_without_parsing(
@@ -311,11 +311,13 @@ def test_a_cached_template_keeps_its_program_and_renders_without_parsing(
                                "result_excerpt": "1 failed"})
     expected = jinja2_text(source, {name: variables[name] for name in names}, cached.template)
     assert expected is not None
-    assert cached.render(variables) == cached.render(variables) == expected.strip("\n")  # both executors
+    assert cached.render(variables) == expected.strip("\n")
+    monkeypatch.setattr("policy.model.hint_template.jinja2_loaded", lambda: False)  # as in a hook process
+    assert cached.render(variables) == expected.strip("\n")
 
 
 @pytest.mark.parametrize("cached", [False, True], ids=["parsed", "cached"])
-def test_a_render_reads_only_the_variables_it_reaches(cached: bool) -> None:
+def test_a_render_reads_only_the_variables_it_reaches(cached: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     computed: list[str] = []
 
     def costly() -> str:
@@ -327,7 +329,8 @@ def test_a_render_reads_only_the_variables_it_reaches(cached: bool) -> None:
     for template in (source, plain):
         hint = compile_hint("plain", template)
         hint = hint.with_code() if cached else hint
-        for _ in range(2):  # interpreted, then compiled
+        for loaded in (True, False):  # compiled, then interpreted
+            monkeypatch.setattr("policy.model.hint_template.jinja2_loaded", lambda loaded=loaded: loaded)
             variables = HintVariables("p", RuleRef("loop", "repeat"), "warn", ToolCall("c1", "bash", {}),
                                       lazy={"costly": costly})
             assert hint.render(variables) == "bash"

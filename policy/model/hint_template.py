@@ -13,6 +13,7 @@ import logging
 import marshal
 import posixpath
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache, cached_property
@@ -134,6 +135,11 @@ def environment() -> BoundedEnvironment:
     return env
 
 
+def jinja2_loaded() -> bool:
+    """Whether this process has imported Jinja2 (a hint's render never imports it for a program)."""
+    return "jinja2" in sys.modules
+
+
 def _jinja2_version() -> str:
     import jinja2
 
@@ -197,11 +203,10 @@ class HintTemplate:
     and code generator.  A template within the subset of
     ``policy.model.hint_program`` renders through its program instead, to the
     same text: the program is made once from the parsed tree (a cached
-    template carries it, ``program``), interpreted on its first render
-    (without importing Jinja2: what a hook process that answers one event
-    needs) and compiled into a Python function for the renders after
-    (``policy.model.hint_compiler``: what an agent that renders many hints
-    needs).  Jinja2 renders whatever the program leaves to it.
+    template carries it, ``program``), interpreted where Jinja2 is not
+    loaded (what a hook process needs) and compiled into a Python function
+    where it is (``policy.model.hint_compiler``: what an agent that renders
+    many hints needs).  Jinja2 renders whatever the program leaves to it.
     """
 
     name: str
@@ -281,15 +286,15 @@ class HintTemplate:
 
 
 class _Executors:
-    """A template's program and its two executors: the interpreter (``run``) for its first render,
-    which needs neither Jinja2 nor compiling anything, and the compiled function
-    (``policy.model.hint_compiler``) for every render after, faster once made; the interpreter
-    still renders a program the compiler declines."""
+    """A template's program and its two executors: the compiled function
+    (``policy.model.hint_compiler``, the faster) in a process that has loaded Jinja2 already (an
+    agent that compiled its policy), whose sandbox it reads attributes through; the interpreter
+    (``run``) in one that has not (a hook process, a resident one), which then never loads it for
+    a hint, and for a program the compiler declines."""
 
     def __init__(self, program: Program, readable: frozenset[str]) -> None:
         self.program = program
         self.readable = readable
-        self.renders = 0
 
     @cached_property
     def compiled(self) -> Render | None:
@@ -300,8 +305,7 @@ class _Executors:
 
     def text(self, variables: Mapping[str, Any]) -> str | None:
         """The program's text; None where both executors leave the render to Jinja2."""
-        self.renders += 1
-        if self.renders > 1 and self.compiled is not None:
+        if jinja2_loaded() and self.compiled is not None:
             return self.compiled(variables)
         try:
             return run(self.program, variables, self.readable, FILTERS)
