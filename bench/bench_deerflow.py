@@ -62,8 +62,8 @@ from collections.abc import Callable
 from copy import deepcopy
 from typing import Any
 
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langgraph.prebuilt.tool_node import ToolCallRequest
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langgraph.prebuilt.tool_node import ToolCallRequest, ToolRuntime
 from langgraph.runtime import Runtime
 
 from policy.hooks.langchain import HarnessGuardMiddleware
@@ -427,7 +427,8 @@ class _Request:
     """What a ``wrap_model_call`` reads: the runtime and the messages."""
 
     def __init__(self, runtime: Runtime[Any]) -> None:
-        self.runtime, self.messages = runtime, []
+        self.runtime = runtime
+        self.messages: list[AnyMessage] = []
 
     def override(self, **changes: Any) -> _Request:
         return self
@@ -446,7 +447,9 @@ def run_scope(impl: str, middleware: Any, scope: int, states: list[tuple[dict[st
         times[path].append(clock() - start)
         if impl == "policyctl" and update is None:
             call = state["messages"][-1].tool_calls[0]
-            tool_runtime = Runtime(context=runtime.context)
+            tool_runtime: ToolRuntime[Any, Any] = ToolRuntime(
+                state=state, context=runtime.context, config={}, stream_writer=lambda _chunk: None,
+                tool_call_id=call["id"], store=None)
             middleware.wrap_tool_call(ToolCallRequest(tool_call=call, tool=None, state=state,
                                                       runtime=tool_runtime), tool_answer)
         rest_of_the_turn(conversation, state["messages"][-1].tool_calls[0])
@@ -509,11 +512,13 @@ def main() -> int:
     print(f"{'path':<6} {'policyctl':>18} {'deerflow':>18} {'ratio':>6} {'range':>13}")
     worst = 0.0
     for path, values in ratios.items():
-        ours, theirs = medians[(path, "policyctl")], medians[(path, "deerflow")]
+        our_medians, their_medians = medians[(path, "policyctl")], medians[(path, "deerflow")]
         ratio = statistics.median(values)
         worst = max(worst, ratio)
-        print(f"{path:<6} {statistics.median(ours):>7.2f} ({min(ours):.1f}-{max(ours):.1f}) "
-              f"{statistics.median(theirs):>7.2f} ({min(theirs):.1f}-{max(theirs):.1f}) {ratio:>6.2f} "
+        print(f"{path:<6} "
+              f"{statistics.median(our_medians):>7.2f} ({min(our_medians):.1f}-{max(our_medians):.1f}) "
+              f"{statistics.median(their_medians):>7.2f} ({min(their_medians):.1f}-{max(their_medians):.1f}) "
+              f"{ratio:>6.2f} "
               f"{min(values):>6.2f}-{max(values):.2f}{'' if ratio <= TARGET else '  over'}")
     print(f"target: every path <= {TARGET}; worst {worst:.2f}")
     return 0 if worst <= TARGET else 1

@@ -22,6 +22,7 @@ import time
 import tomllib
 import warnings
 from collections.abc import Callable
+from functools import partial
 
 import yaml
 
@@ -81,10 +82,9 @@ def best(rounds: int, gate: Callable[[], object], base: Callable[[], object]) ->
 def main() -> None:
     cases: list[tuple[str, Callable[[], object], Callable[[], object]]] = []
     for name, text in PYTHON.items():
-        cases.append((f"Python: {name}", lambda t=text: check_python(t, True),
-                      lambda t=text: _quiet(ast.parse)(t)))
+        cases.append((f"Python: {name}", partial(check_python, text, True), partial(_quiet(ast.parse), text)))
     for name, (check, parse, text) in DATA.items():
-        cases.append((name, lambda c=check, t=text: c(t, True), lambda p=parse, t=text: p(t)))
+        cases.append((name, partial(check, text, True), partial(parse, text)))
     worst = 0.0
     print(f"best of {ROUNDS} rounds, {REPEATS} runs; ratio = gate / parser of the same text")
     for name, gate, base in cases:

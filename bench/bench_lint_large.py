@@ -72,8 +72,8 @@ def main() -> None:
         for _ in range(REPEATS):
             done = subprocess.run([sys.executable, "-c", _CHILD, str(path)], capture_output=True, text=True,
                                   check=True)
-            parse, check, peak_kb = done.stdout.split()
-            rows.append((float(parse), float(check), int(peak_kb)))
+            parse_s, check_s, peak_kb = done.stdout.split()
+            rows.append((float(parse_s), float(check_s), int(peak_kb)))
             lint.append(lint_cpu_seconds(path))
     parse = [r[0] for r in rows]
     check = [r[1] for r in rows]

@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any
+from unittest import mock
 
 from jinja2 import Template
 
@@ -36,6 +37,7 @@ from policy.model import re2_spans
 from policy.model.compiled import CompiledPolicy, RepeatRule
 from policy.model.events import Scope, ToolCall, ToolResult
 from policy.model.hint_sandbox import BoundedEnvironment, bounded_concat
+from policy.model.jsontext import compact
 from policy.runtime.guard import Guard
 from policy.runtime.loops.detector import LoopDetector
 from policy.runtime.loops.state import ScopeState
@@ -49,7 +51,8 @@ def interleaved(shortcut: Callable[[], None], public: Callable[[], None], rounds
                 prepare: Callable[[], None] = lambda: None) -> tuple[float, float]:
     """Best CPU time of each, the two taking turns (``prepare``, untimed, before each run); a first
     run of each warms caches up."""
-    shortcut(), public()
+    shortcut()
+    public()
     best = [float("inf"), float("inf")]
     for _ in range(rounds):
         for index, run in enumerate((shortcut, public)):
@@ -85,21 +88,17 @@ def jsontext(policy: CompiledPolicy, rounds: int) -> tuple[float, float, int]:
     turns = [[ToolCall(id=f"c{n}", name=tools[n % 5],
                        args={"command": f"echo {n} && ls -la src/", "path": f"src/f{n}.py"})]
              for n in range(3000)]
-    shortcut = keys.compact
     public = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str, separators=(",", ":")).encode
 
     def run(encode: Callable[[Any], str]) -> Callable[[], None]:
         def turn_all() -> None:
-            keys.compact = encode
-            state = ScopeState()
-            for calls in turns:
-                detector.on_turn(state, calls)
+            with mock.patch.object(keys, "compact", encode):  # the encoder the key recipes call
+                state = ScopeState()
+                for calls in turns:
+                    detector.on_turn(state, calls)
         return turn_all
 
-    try:
-        return (*interleaved(run(shortcut), run(public), rounds), len(turns))
-    finally:
-        keys.compact = shortcut
+    return (*interleaved(run(compact), run(public), rounds), len(turns))
 
 
 def spans(policy: CompiledPolicy, rounds: int) -> tuple[float, float, int]:

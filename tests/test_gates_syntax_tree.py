@@ -178,6 +178,9 @@ def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str
      '<?xml version="1.0"?>\n<html><body><p>&#x3C;string></p\n<p>x</p></body></html>\n'),
     ("c", "DECLARE_PEM_rw(CMS, CMS_ContentInfo)\nint f(void);\n",            # a macro call with no `;`
      "DECLARE_PEM_rw(CMS, CMS_ContentInfo)\nint f(void;\nint g(void);\n"),
+    # a declarator on the line after its type, then a macro call
+    ("c", "typedef struct s S;\nS *\nS_create_ex(const char *name, int n);\nMACRO_CALL(a b)\nint f(void);\n",
+     "typedef struct s S;\nS *\nS_create_ex(const char *name, int n);\nint f(void;\nint g(void);\n"),
     ("cpp", "class A {\n  MOCK_METHOD(void, F, ());\n};\n",                  # a macro argument no expression
      "class A {\n  MOCK_METHOD(void, F, ());\n  int f(;\n};\n"),
 ])

@@ -88,17 +88,27 @@ def blank_macro_calls(data: bytes) -> bytes:
     upper-case name, balanced parentheses, nothing after but a ``;``): the grammar cannot know what the
     macro expands to, so it finds a ``;`` missing or an argument that is no expression."""
     out = bytearray(data)
+    for found in _MACRO_LINE.finditer(data):
+        _blank_span(out, found.start(1), found.end(1))
     for found in _MACRO_CALL.finditer(data):
         end = _balanced_end(data, found.end() - 1)
-        if end is None:
+        if end is None or _continues_declaration(out, found.start(1)):
             continue
         rest = _LINE_REST.match(data, end)
         if rest is None or (not rest.group(1) and rest.group(2) and rest.group(2)[0] in _CONTINUATION):
             continue
         _blank_span(out, found.start(1), end)
-    for found in _MACRO_LINE.finditer(data):
-        _blank_span(out, found.start(1), found.end(1))
     return bytes(out)
+
+
+def _continues_declaration(out: bytearray, start: int) -> bool:
+    """Whether the line before ``start`` leaves a declaration open, so that ``NAME(…)`` is its declarator
+    (``CMS_ContentInfo *`` on the line before ``CMS_create_ex(…);``), not a macro call."""
+    before = bytes(out[:start]).rstrip()
+    line = before[before.rfind(b"\n") + 1 :].strip()
+    if not line or line.startswith((b"//", b"#", b"*", b"/*")) or line.endswith(b"*/"):
+        return False
+    return line[-1:].isalnum() or line[-1:] in b"_*&,=("
 
 
 def _blank_span(out: bytearray, start: int, end: int) -> None:
