@@ -2,26 +2,28 @@
 
 A hook process that renders one hint would spend most of its time importing
 Jinja2 (its package imports the lexer, parser and compiler whatever is
-used).  So when a compiled policy is cached, each template whose syntax tree
+used).  So each template whose syntax tree
 holds only text, ``{{ … }}`` output, ``if``/``elif``/``else``, ``set`` of a
 name, names, constants, ``dict``/``list``/``tuple`` literals, ``.attribute``
 and ``[item]``, ``and``/``or``/``not``, comparisons, ``~``, ``… if … else …``,
 the tests ``none``, ``defined`` and ``undefined``, calls of a few methods of
-``str`` and ``dict`` and policyctl's own filters is also kept as nested tuples
-(``program_of``), and ``run`` renders it as the bounded sandbox would.
+``str`` and ``dict`` and policyctl's own filters is also turned into nested
+tuples (``program_of``: the one walk of the tree, made once per template and
+kept in a cached policy), and ``run`` renders it as the bounded sandbox would.
 
 ``run`` only answers where its answer is certainly Jinja2's: an undefined
 value used for anything but a ``defined`` test (``StrictUndefined`` would
 fail), an attribute that is not a plain key of a dict, a call or value of any
 other kind, or a result past the sandbox's bounds raises ``Unsupported``, and
 the template is rendered by Jinja2 instead (``tests/test_hint_program.py``
-renders every shipped template both ways).
+renders every shipped template each way).
 
-Beside ``policy.model.hint_plan``: a plan is compiled into a Python function
-that reads attributes and items through the sandbox itself, the fastest render
-for a process that has Jinja2 loaded anyway (a resident hook, an agent); a
-program is interpreted on plain data alone, so that a process answering one
-event need not load Jinja2.  A cached template keeps both.
+A program is the one representation of a template's fast path, kept once in a
+cached policy, with two executors: ``run`` here, which interprets it on plain
+data alone, so that a process answering one event need not load Jinja2; and
+``policy.model.hint_compiler``, which compiles it into a Python function that
+reads attributes and items through the sandbox itself, the fastest render for
+a process that renders a template many times.
 """
 
 from __future__ import annotations

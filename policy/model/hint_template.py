@@ -13,6 +13,7 @@ import logging
 import marshal
 import posixpath
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache, cached_property
@@ -24,7 +25,7 @@ from policy.model.hint_program import Program, Unsupported, program_of, run
 if TYPE_CHECKING:  # Jinja2 itself is imported when the first template is parsed or rendered
     from jinja2 import Template, nodes
 
-    from policy.model.hint_plan import Plan, Render
+    from policy.model.hint_compiler import Render
     from policy.model.hint_sandbox import BoundedEnvironment
 
 log = logging.getLogger("policy.hints")
@@ -105,7 +106,7 @@ def basename(path: Any) -> str:
 
 FILTERS: dict[str, Any] = {"basename": basename, "truncate_middle": truncate_middle, "json": plain_json,
                            "pip_name": pip_name}
-"""policyctl's own filters (beside Jinja2's): plain functions, which a ``hint_program`` also calls."""
+"""policyctl's own filters (beside Jinja2's): plain functions, which a hint program also calls."""
 
 
 @cache
@@ -132,6 +133,11 @@ def environment() -> BoundedEnvironment:
     env.filters = {name: bounded_filter(function) for name, function in env.filters.items()}
     env.globals["range"] = bounded_range
     return env
+
+
+def jinja2_loaded() -> bool:
+    """Whether this process has imported Jinja2 (a hint's render never imports it for a program)."""
+    return "jinja2" in sys.modules
 
 
 def _jinja2_version() -> str:
@@ -194,12 +200,13 @@ class HintTemplate:
     policy's many hints cost only a parse each until one is needed.  A
     template that carries ``code`` (``with_code``: how a cached policy keeps
     its templates) is rebuilt from that code, without Jinja2's lexer, parser
-    and code generator.  A template of text, conditions and plain expressions
-    renders through its plan (``policy.model.hint_plan``) instead, to the same
-    text; Jinja2 renders whatever the plan leaves to it.  A cached template
-    may also carry a ``program`` (``policy.model.hint_program``), which renders
-    without importing Jinja2 at all: what a hook process that answers one
-    event needs.
+    and code generator.  A template within the subset of
+    ``policy.model.hint_program`` renders through its program instead, to the
+    same text: the program is made once from the parsed tree (a cached
+    template carries it, ``program``), interpreted where Jinja2 is not
+    loaded (what a hook process needs) and compiled into a Python function
+    where it is (``policy.model.hint_compiler``: what an agent that renders
+    many hints needs).  Jinja2 renders whatever the program leaves to it.
     """
 
     name: str
@@ -209,8 +216,6 @@ class HintTemplate:
     code: tuple[str, bytes] | None = field(default=None, compare=False, repr=False)
     """(Jinja2's version, its compiled code for ``source`` as ``marshal`` bytes); used only
     under that Jinja2 version."""
-    plan: Plan | None = field(default=None, compare=False, repr=False)
-    """The plan kept with ``code`` (None: the template has none, or carries no code)."""
     program: Program | None = field(default=None, compare=False, repr=False)
     """The program kept with ``code`` (None: the template is outside its subset, or carries no code)."""
 
@@ -223,38 +228,29 @@ class HintTemplate:
         return env.from_string(self._parsed[0])
 
     @cached_property
-    def _parsed(self) -> tuple[nodes.Template, Plan | None]:
-        """The bounded syntax tree and its plan (made first: compiling the tree rewrites it)."""
-        from policy.model.hint_plan import plan_of
-
+    def _parsed(self) -> tuple[nodes.Template, Program | None]:
+        """The bounded syntax tree and its program (made first: compiling the tree rewrites it)."""
         tree = parse_bounded(self.source)
-        return tree, plan_of(tree, environment())
+        return tree, program_of(tree, frozenset(FILTERS))
 
     @cached_property
-    def _fast(self) -> Render | None:
-        """The plan's renderer: the plan kept with the code, else the plan of the parse."""
-        from policy.model.hint_plan import renderer
-        from policy.model.hint_sandbox import MAX_HINT_CHARS
-
-        kept = self.code is not None and self.code[0] == _jinja2_version()
-        plan = self.plan if kept else self._parsed[1]
-        return None if plan is None else renderer(plan, environment(), MAX_HINT_CHARS)
+    def _executors(self) -> _Executors | None:
+        """The program's executors: the program kept with the code, else the program of the parse."""
+        program = self.program if self.code is not None else self._parsed[1]
+        return None if program is None else _Executors(program, self.variables)
 
     def with_code(self) -> HintTemplate:
-        """This template with its compiled code, its plan and its program attached (itself when the
-        source does not compile)."""
+        """This template with its compiled code and its program attached (itself when the source
+        does not compile)."""
         from jinja2 import TemplateError
-
-        from policy.model.hint_plan import plan_of
 
         try:
             tree = parse_bounded(self.source)
-            plan = plan_of(tree, environment())
             program = program_of(tree, frozenset(FILTERS))
             compiled = environment().compile(tree)
         except TemplateError:
             return self
-        return replace(self, code=(_jinja2_version(), marshal.dumps(compiled)), plan=plan, program=program)
+        return replace(self, code=(_jinja2_version(), marshal.dumps(compiled)), program=program)
 
     def render(self, variables: Mapping[str, Any]) -> str:
         """Render; a failure is logged and replaced by a plain one-line hint."""
@@ -268,25 +264,14 @@ class HintTemplate:
         ``policy.model.variables.HintVariables`` computes no others).
         """
         try:
-            text = self._without_jinja2(variables)
-            if text is None:
-                fast = self._fast
-                text = fast(variables) if fast is not None else None
+            executors = self._executors
+            text = executors.text(variables) if executors is not None else None
             if text is None:
                 text = environment().render_bounded(self.template, self._context(variables))
             return RenderedHint(text.strip("\n"))
         except Exception as err:  # a hint must never break the agent
             log.warning("hint %s failed to render: %s", self.name, err)
             return RenderedHint(fallback_hint(variables), f"{type(err).__name__}: {err}")
-
-    def _without_jinja2(self, variables: Mapping[str, Any]) -> str | None:
-        """The program's text; None without a program, or where it leaves the render to Jinja2."""
-        if self.program is None:
-            return None
-        try:
-            return run(self.program, variables, self.variables, FILTERS)
-        except Unsupported:
-            return None
 
     def _context(self, variables: Mapping[str, Any]) -> dict[str, Any]:
         """The variables the template reads, as Jinja2's render takes them."""
@@ -298,6 +283,35 @@ class HintTemplate:
                 continue
             context[name] = value
         return context
+
+
+class _Executors:
+    """A template's program and its two executors: the compiled function
+    (``policy.model.hint_compiler``, the faster) in a process that has loaded Jinja2 already (an
+    agent that compiled its policy), whose sandbox it reads attributes through; the interpreter
+    (``run``) in one that has not (a hook process, a resident one), which then never loads it for
+    a hint, and for a program the compiler declines."""
+
+    def __init__(self, program: Program, readable: frozenset[str]) -> None:
+        self.program = program
+        self.readable = readable
+
+    @cached_property
+    def compiled(self) -> Render | None:
+        from policy.model.hint_compiler import compiled
+        from policy.model.hint_sandbox import MAX_HINT_CHARS
+
+        return compiled(self.program, environment(), MAX_HINT_CHARS)
+
+    def text(self, variables: Mapping[str, Any]) -> str | None:
+        """The program's text; None where both executors leave the render to Jinja2."""
+        if jinja2_loaded() and self.compiled is not None:
+            return self.compiled(variables)
+        try:
+            return run(self.program, variables, self.readable, FILTERS)
+        except Unsupported:  # Jinja2 is needed now anyway: the compiled function may answer
+            compiled = self.compiled
+            return None if compiled is None else compiled(variables)
 
 
 class RenderedHint(NamedTuple):
