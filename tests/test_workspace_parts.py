@@ -245,4 +245,5 @@ def test_a_lost_before_snapshot_without_a_local_clock_is_said_not_passed_over() 
 
 def test_file_times_stand_in_for_a_lost_before_snapshot() -> None:
     snapshot = Snapshot.of([("old.py", 1, 100, 100), ("new.py", 1, 500, 500), ("moved.py", 1, 100, 700)])
-    assert snapshot.without_changes_since(400).paths == ("old.py",)
+    changes = snapshot.with_changes_since(400).changes(snapshot)
+    assert (changes.created, changes.modified, changes.deleted) == ((), ("moved.py", "new.py"), ())

@@ -194,3 +194,23 @@ def test_a_command_is_still_checked_when_its_before_snapshot_was_evicted(tmp_pat
     decision = after.on_result(call, ToolResult(content="", status="success"), SCOPE)
     assert decision.action == "hint"
     assert workspace_cases.swept_paths(decision) == {"app.py"}
+    assert "created" not in (decision.hint or "")  # it edited the file: no "created … broken"
+
+
+def test_a_file_already_broken_is_not_blamed_when_the_before_snapshot_was_evicted(tmp_path: Path) -> None:
+    root, state = tmp_path / "work", tmp_path / "state"
+    root.mkdir()
+    prepare(Case("base", ""), root)
+    (root / "app.py").write_text("def f(x)\n    return x\n")  # broken before, and committed so
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qam", "b"],
+                   cwd=root, check=True)
+    call = ToolCall(id="c1", name="bash", args={"command": "sed -i 's/return x/return x + 1/' app.py"})
+    before = Guard("builtin:default", workspace=root, store=FileStore(state))
+    before.on_turn([call], SCOPE)
+    before.on_call(call, SCOPE)
+    time.sleep(CLOCK_SLACK_NS / 1e9 * 2)
+    subprocess.run(["bash", "-c", call.args["command"]], cwd=root, check=True)
+    for path in (state / "snapshots").glob("*.snap"):
+        path.unlink()
+    after = Guard("builtin:default", workspace=root, store=FileStore(state))
+    assert after.on_result(call, ToolResult(content="", status="success"), SCOPE).action == "allow"

@@ -112,13 +112,15 @@ class Snapshot:
             entries[path] = stat
         return Snapshot.of(((p, *s) for p, s in entries.items()), truncated=self.truncated)
 
-    def without_changes_since(self, since_ns: int) -> Snapshot:
-        """This snapshot without the files modified or status-changed at ``since_ns`` or later: what
-        stands for a "before" no longer kept (those files then read as created)."""
-        entries = [(path, *RECORD.unpack(record)) for path, record in
-                   zip(self.paths, _records(self.stats), strict=True)]
-        return Snapshot.of((entry for entry in entries if max(entry[2], entry[3]) < since_ns),
-                           truncated=self.truncated)
+    def with_changes_since(self, since_ns: int) -> Snapshot:
+        """What stands for a "before" no longer kept: this snapshot with every file modified or
+        status-changed at ``since_ns`` or later given an entry no file has (size -1), so each reads
+        as modified, with no history of its own."""
+        entries = []
+        for path, record in zip(self.paths, _records(self.stats), strict=True):
+            size, mtime, ctime = RECORD.unpack(record)
+            entries.append((path, -1, 0, 0) if max(mtime, ctime) >= since_ns else (path, size, mtime, ctime))
+        return Snapshot.of(entries, truncated=self.truncated)
 
     def to_bytes(self) -> bytes:
         """The snapshot packed: a header line (``S1``, truncated 0/1, the paths' byte length), the

@@ -73,14 +73,14 @@ def sweep(policy: CompiledPolicy, workspace: Workspace, state: WorkspaceState, b
     """Check what changed from ``before`` to ``after``; update ``state`` (verdicts, fingerprint).
 
     ``before`` None: the snapshot from before the command is no longer kept; on a local clock the
-    files changed since the command started stand for what it changed, otherwise nothing is
-    checked and the result says so.  ``predicted``: path → content digest of the files the
-    command's text said it writes.
+    files changed since the command started stand for what it changed (as modified files whose
+    earlier state is unknown), otherwise nothing is checked and the result says so.
+    ``predicted``: path → content digest of the files the command's text said it writes.
     """
     if before is None:
         if not workspace.local_clock or not started_ns:
             return SweepResult(before_lost=True)
-        before = after.without_changes_since(started_ns - CLOCK_SLACK_NS)
+        before = after.with_changes_since(started_ns - CLOCK_SLACK_NS)
     changes = before.changes(after)
     result = SweepResult()
     if not changes:
