@@ -365,6 +365,8 @@ def _checker_completes(language: str, chunk: str, rounds: int = 2) -> bool:
 class InjectionRun:
     cases: int = 0
     blocked: int = 0
+    continuable: int = 0
+    """Mutations not counted: some continuation still makes a valid file of the chunk."""
     missed: list[str] = field(default_factory=list)
 
 
@@ -387,9 +389,9 @@ def inject_errors(language: str, file: str) -> InjectionRun:
                     continue
                 cut = starts[last] + len(new) - (end - start)
                 after = mutated[:cut]
-                if closer and _extendable(grammar_parser, tree, data, mutated, end, starts[last], closer):
-                    continue  # text after the chunk could still close it: not an error yet
-                if _checker_completes(language, after.decode("utf-8", "surrogateescape")):
+                if ((closer and _extendable(grammar_parser, tree, data, mutated, end, starts[last], closer))
+                        or _checker_completes(language, after.decode("utf-8", "surrogateescape"))):
+                    run.continuable += 1  # text after the chunk could still complete it: not an error yet
                     continue
                 sandbox = Sandbox(gate_policy())
                 sandbox.files[target] = data[: starts[first]].decode()
@@ -442,8 +444,11 @@ def test_injected_errors_are_blocked(language: str, record_property: Callable[[s
     cases = sum(run.cases for run in runs)
     blocked = sum(run.blocked for run in runs)
     missed = [line for run in runs for line in run.missed]
-    rate = blocked / cases if cases else 1.0
-    summary = f"{language}: {blocked} of {cases} injected errors blocked ({rate:.1%})"
+    continuable = sum(run.continuable for run in runs)
+    assert cases, f"{language}: no injected error to count ({continuable} were continuable)"
+    rate = blocked / cases
+    summary = (f"{language}: {blocked} of {cases} injected errors blocked ({rate:.1%}; "
+               f"{continuable} more a continuation completes, not counted)")
     print(summary)
     record_property(f"{language}_injected_errors", summary)
     assert rate >= REQUIRED_BLOCK_RATE[language], "missed:\n" + "\n".join(missed[:20])

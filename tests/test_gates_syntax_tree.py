@@ -137,6 +137,8 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     ("ruby", "def f\n  [1, 2].map do |x| x end\n"),                 # a finished line that ends in `end`
     ("c", "#ifndef A_H\n#define A_H\n#ifdef __cplusplus\nextern \"C\" {\n#endif\nint f(void);\n"),
     ("javascript", "import { a } from './a'\nimport {\n  b,\n"),   # an import list, `from` still to come
+    ("php", "<?php\n$a = foo(\n  1,\n  2\n"),                     # a call at top level: `);` to come
+    ("rust", "const X: &[u8] = &[\n  1,\n"),
     ("tsx", "import type {\n  DefaultError,\n  InfiniteData,\n"),
 ])
 def test_incomplete_prefixes_of_other_languages(language: str, prefix: str, policy: CompiledPolicy) -> None:

@@ -216,10 +216,14 @@ def test_the_compiler_declines_the_rest_of_the_subset(source: str) -> None:
 
 def test_the_compiler_declines_an_operator_the_environment_intercepts() -> None:
     class Intercepting(SandboxedEnvironment):
-        intercepted_unops = frozenset({"not"})
+        intercepted_unops = frozenset({"not "})  # Jinja2's name for `not`
+
+        def call_unop(self, context: Any, operator: str, arg: Any) -> Any:
+            return "INTERCEPTED"
 
     built = program("{{ not a }}")
     assert built is not None
+    assert Intercepting().from_string("{{ not a }}").render(a=True) == "INTERCEPTED"
     assert compiled(built, Intercepting(), MAX_HINT_CHARS) is None
     assert compiled(built, SandboxedEnvironment(), MAX_HINT_CHARS) is not None
 

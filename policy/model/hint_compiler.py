@@ -68,6 +68,10 @@ def compiled(program: Program, environment: Environment, limit: int) -> Render |
     return namespace["make"](len, attr, item, _Locals, *values)  # type: ignore[no-any-return]
 
 
+_OPERATOR_NAMES = {"not": "not "}
+"""A program's operator → the name Jinja2 intercepts it by, where they differ."""
+
+
 def _source(statements: tuple[Any, ...], environment: Environment) -> tuple[str, list[Any]]:
     """The Python source of a program's function, and the values bound to it."""
     # A sandbox may intercept operators (``SandboxedEnvironment.intercepted_binops``): those are
@@ -206,7 +210,7 @@ class _Writer:
             return f"_attr({self.expr(expression[1])}, {self.value(expression[2])})"
         if kind == "item":
             return f"_item({self.expr(expression[1])}, {self.expr(expression[2])})"
-        if kind in self.intercepted:
+        if _OPERATOR_NAMES.get(kind, kind) in self.intercepted:
             raise _Declined(kind)
         if kind == "not":
             return f"(not {self.expr(expression[1])})"

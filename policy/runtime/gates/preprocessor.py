@@ -104,11 +104,16 @@ def blank_macro_calls(data: bytes) -> bytes:
 def _continues_declaration(out: bytearray, start: int) -> bool:
     """Whether the line before ``start`` leaves a declaration open, so that ``NAME(…)`` is its declarator
     (``CMS_ContentInfo *`` on the line before ``CMS_create_ex(…);``), not a macro call."""
-    before = bytes(out[:start]).rstrip()
-    line = before[before.rfind(b"\n") + 1 :].strip()
+    end = start
+    while end > 0 and out[end - 1] in _BLANKS:  # back over the blanks only: no copy of what precedes
+        end -= 1
+    line = bytes(out[out.rfind(b"\n", 0, end) + 1 : end]).strip()
     if not line or line.startswith((b"//", b"#", b"*", b"/*")) or line.endswith(b"*/"):
         return False
     return line[-1:].isalnum() or line[-1:] in b"_*&,=("
+
+
+_BLANKS = b" \t\n\r\x0b\x0c"
 
 
 def _blank_span(out: bytearray, start: int, end: int) -> None:

@@ -126,11 +126,11 @@ def completions(name: str, text: str) -> list[str]:
 def _completions(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any) -> Iterator[tuple[bytes, bool]]:
     """Endings that close what is open at the end of the text; True: a tail closed a string or comment."""
     close = closers(tree, grammar)
-    # a statement cut before its `;`: `$t = $a['x']` closes as `;}`
+    # a statement cut before its `;`: `$t = $a['x']` closes as `;}`, `$a = f(\n  1,` as `);`
     statement_end = (grammar.terminator.encode(),) if grammar.terminator else ()
     for filler in (b"", *FILLERS, *grammar.fillers, *statement_end):
         yield filler + close, False
-    for ending in grammar.endings:
+    for ending in (*grammar.endings, *statement_end):
         yield close + ending, False
     for tail in grammar.tails:
         with_tail = data + tail.encode()
