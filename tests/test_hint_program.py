@@ -29,7 +29,7 @@ from jinja2 import Template
 from jinja2.sandbox import SandboxedEnvironment
 
 from policy.language.loader import load_policy
-from policy.model import hint_compiler
+from policy.model import hint_compiler, hint_program, hint_sandbox
 from policy.model.decision import RuleRef
 from policy.model.events import ToolCall
 from policy.model.hint_compiler import Render, compiled
@@ -381,3 +381,14 @@ def test_a_hook_process_renders_a_cached_hint_without_jinja2(tmp_path: Path) -> 
     (first, compiled_with_jinja2), (second, imported_jinja2) = answers
     assert compiled_with_jinja2 and not imported_jinja2
     assert first == second and json.loads(second)["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+def test_the_interpreter_spends_the_sandboxs_budget() -> None:
+    assert (hint_program.MAX_HINT_CHARS, hint_program.MAX_STEPS) == (hint_sandbox.MAX_HINT_CHARS,
+                                                                     hint_sandbox.MAX_STEPS)
+    within = program("{{ s.strip() }}" * hint_program.MAX_STEPS + "done")
+    past = program("{{ s.strip() }}" * (hint_program.MAX_STEPS + 1) + "done")
+    assert within is not None and past is not None
+    assert run(within, {"s": ""}, frozenset({"s"}), FILTERS) == "done"
+    with pytest.raises(Unsupported):
+        run(past, {"s": ""}, frozenset({"s"}), FILTERS)

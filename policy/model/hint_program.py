@@ -40,7 +40,9 @@ Program = tuple[Any, ...]
 
 MAX_HINT_CHARS = 16_384
 MAX_FILTER_NUMBER = MAX_HINT_CHARS
-"""As ``policy.model.hint_sandbox``: the longest hint, and the largest number a filter may be given."""
+MAX_STEPS = 10_000
+"""As ``policy.model.hint_sandbox``: the longest hint, the largest number a filter may be given, and
+the calls (filters, methods) one render may make."""
 FILTERS = frozenset({"basename", "truncate_middle", "json", "pip_name"})
 """The filters a program may call (policyctl's own: plain functions, given to ``run``)."""
 _METHODS: dict[type, frozenset[str]] = {
@@ -189,6 +191,13 @@ class _Run:
         self.filters = filters
         self.parts = parts
         self.assigned: dict[str, Any] = {}
+        self.steps = 0
+
+    def spend(self) -> None:
+        """One call, from the render's budget (past it, Jinja2's sandbox stops the render)."""
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            raise Unsupported("more calls than the sandbox's budget")
 
     def statements(self, statements: tuple[Any, ...]) -> None:
         for statement in statements:
@@ -272,6 +281,7 @@ class _Run:
         return True
 
     def filter(self, expression: tuple[Any, ...]) -> Any:
+        self.spend()
         value = _defined(self.value(expression[2]))
         args = [_defined(self.value(arg)) for arg in expression[3]]
         if any(isinstance(arg, int) and abs(arg) > MAX_FILTER_NUMBER for arg in args):
@@ -283,6 +293,7 @@ class _Run:
             raise Unsupported(str(err)) from None
 
     def method(self, expression: tuple[Any, ...]) -> Any:
+        self.spend()
         owner = _defined(self.value(expression[1]))
         name = expression[2]
         if name not in _METHODS.get(type(owner), ()):
