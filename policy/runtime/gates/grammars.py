@@ -81,7 +81,7 @@ _TYPE_ARGUMENTS = (b">", b" _>", b">() {}", b"> = _")
 """A type's argument list still open (``Fn<\n  Date,``): ``<`` is no bracket to the closers."""
 _PHP_STRING_KEY = re.compile(rb"\$[A-Za-z_]\w*\[([A-Za-z_]\w*)\]")
 """``"$frame[class]"``: an array key written bare in a string, which tree-sitter-php 0.25 rejects when it is
-a keyword."""
+a keyword (matched outside strings too: there PHP rejects it, and the gate misses that error)."""
 _XML_DECLARATION = re.compile(rb"<\?xml\b[^<>]*\?>")
 """XHTML's ``<?xml version="1.0"?>``, which tree-sitter-html 0.23 does not know."""
 _BARE_ANGLE = re.compile(rb"(?<=>)[^<>\"']*(>)")
