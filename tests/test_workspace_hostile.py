@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from test_hooks_claude_code import ROOT, Hook
+from workspace_cases import run_command
 
 from policy.language.loader import load_policy
 from policy.model.decision import Decision
@@ -121,14 +122,10 @@ def test_the_sweep_reads_within_the_policys_bound(tmp_path: Path) -> None:
     (tmp_path / "small.py").write_text("x = 1\n")
     guard = Guard(load_policy(_small_policy(tmp_path, "1KB")), workspace=tmp_path)
     command = "python3 -c \"open('big.py', 'w').write('def f(:\\n' + '#' * 2000)\""
-    call = ToolCall(id="c1", name="bash", args={"command": command})
-    guard.on_turn([call], SCOPE)
-    guard.on_call(call, SCOPE)
-    subprocess.run(["bash", "-c", command], cwd=tmp_path, check=True)
 
-    decision = guard.on_result(call, ToolResult(content=""), SCOPE)
+    blocked, decision = run_command(guard, tmp_path, command)
 
-    assert decision.action == "allow"  # not read, so not blamed; but not silently either
+    assert not blocked and decision.action == "allow"  # not read, so not blamed; but not silently either
     assert decision.metadata["checker"] == "unavailable" and decision.metadata["path"] == "big.py"
     assert decision.metadata["too_large"] == ["big.py"]
 
@@ -137,14 +134,11 @@ def test_the_sweep_checks_files_up_to_a_raised_bound(tmp_path: Path) -> None:
     (tmp_path / "small.py").write_text("x = 1\n")
     guard = Guard(load_policy(_small_policy(tmp_path, "8MB")), workspace=tmp_path)
     command = "python3 -c \"open('big.py', 'w').write('x = 1\\n' * 800000 + 'def f(:\\n')\""
-    call = ToolCall(id="c1", name="bash", args={"command": command})
-    guard.on_turn([call], SCOPE)
-    guard.on_call(call, SCOPE)
-    subprocess.run(["bash", "-c", command], cwd=tmp_path, check=True)
+
+    blocked, decision = run_command(guard, tmp_path, command)
+
     assert (tmp_path / "big.py").stat().st_size > 4 << 20
-
-    decision = guard.on_result(call, ToolResult(content=""), SCOPE)
-
+    assert not blocked
     assert decision.action == "hint" and decision.rule is not None and decision.rule.kind == "sweep"
     assert "big.py" in (decision.hint or "")
 
