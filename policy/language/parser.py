@@ -102,7 +102,7 @@ def decode_policy(data: bytes, path: str) -> tuple[str | None, list[Diagnostic]]
                             "policy files are UTF-8 text")]
     nul = text.find("\0")
     if nul >= 0:
-        span = _span_at(text, nul, nul + 1, path)
+        span = ast.SourceLines(path, text).span(nul, nul + 1)
         return None, [_diag("E001", "file contains a NUL byte: it looks binary, not a policy", span)]
     return text.removeprefix("\ufeff"), []
 
@@ -123,6 +123,7 @@ def parse(text: str, path: str) -> tuple[ast.PolicyFile | None, list[Diagnostic]
 
 def parse_with_lark(text: str, path: str) -> tuple[ast.PolicyFile | None, list[Diagnostic]]:
     """``parse`` by Lark's parser alone: the reference the fast path is tested against."""
+    lines = ast.SourceLines(path, text)
     errors: list[Diagnostic] = []
     seen_lines: set[int] = set()
     recoveries = 0
@@ -130,8 +131,8 @@ def parse_with_lark(text: str, path: str) -> tuple[ast.PolicyFile | None, list[D
     def on_error(err: UnexpectedInput) -> bool:
         nonlocal recoveries
         recoveries += 1
-        if getattr(err, "line", None) not in seen_lines:  # placing an error scans the text before it
-            diagnostic = _syntax_diagnostic(err, text, path)
+        if getattr(err, "line", None) not in seen_lines:  # one diagnostic a line
+            diagnostic = _syntax_diagnostic(err, lines)
             if diagnostic.span.line not in seen_lines:
                 seen_lines.add(diagnostic.span.line)
                 errors.append(diagnostic)
@@ -140,13 +141,12 @@ def parse_with_lark(text: str, path: str) -> tuple[ast.PolicyFile | None, list[D
     try:
         tree = _lark().parse(text, on_error=on_error)
     except UnexpectedInput as err:
-        final = _syntax_diagnostic(err, text, path)
+        final = _syntax_diagnostic(err, lines)
         if final.span.line not in seen_lines:
             errors.append(final)
         return None, errors
     if errors:
         return None, errors
-    lines = ast.SourceLines(path, text)
     try:
         statements = _Builder(lines).build(tree)
     except leaves.BuildError as err:
@@ -159,15 +159,6 @@ def parse_with_lark(text: str, path: str) -> tuple[ast.PolicyFile | None, list[D
 
 
 _diag = leaves.diagnostic
-
-
-def _span_at(text: str, start: int, end: int, path: str) -> Span:
-    line = text.count("\n", 0, start) + 1
-    column = start - (text.rfind("\n", 0, start) + 1) + 1
-    end_line = text.count("\n", 0, end) + 1
-    end_column = end - (text.rfind("\n", 0, end) + 1) + 1
-    return Span(file=path, line=line, column=column, end_line=end_line, end_column=end_column,
-                start=start, end=end)
 
 
 def _describe(token: Token) -> str:
@@ -184,11 +175,12 @@ def _describe(token: Token) -> str:
     return f"{word.split(' ', 1)[1] if word.startswith('a ') else word} `{value}`"
 
 
-def _syntax_diagnostic(err: UnexpectedInput, text: str, path: str) -> Diagnostic:
+def _syntax_diagnostic(err: UnexpectedInput, lines: ast.SourceLines) -> Diagnostic:
+    text = lines.text
     if isinstance(err, UnexpectedCharacters):
         start = err.pos_in_stream or 0
         char = text[start] if start < len(text) else ""
-        span = _span_at(text, start, start + 1, path)
+        span = lines.span(start, start + 1)
         if char == '"':
             return _diag("E004", "unterminated string", span,
                          'a "string" ends on its own line; use """triple quotes""" for text on several lines')
@@ -204,16 +196,16 @@ def _syntax_diagnostic(err: UnexpectedInput, text: str, path: str) -> Diagnostic
     if isinstance(err, UnexpectedToken):
         token = err.token
         if token.type == "$END" or token.start_pos is None:
-            span = _span_at(text, len(text), len(text), path)
+            span = lines.span(len(text), len(text))
         else:
-            span = _span_at(text, token.start_pos, token.end_pos or token.start_pos + 1, path)
+            span = lines.span(token.start_pos, token.end_pos or token.start_pos + 1)
         expected = token_words(err.accepts or err.expected)
         return _diag("E002", f"unexpected {_describe(token)}", span, "expected " + ", ".join(expected))
     if isinstance(err, UnexpectedEOF):
-        span = _span_at(text, len(text), len(text), path)
+        span = lines.span(len(text), len(text))
         return _diag("E002", "unexpected end of file", span,
                      "expected " + ", ".join(token_words(set(err.expected))))
-    span = _span_at(text, 0, 0, path)
+    span = lines.span(0, 0)
     return _diag("E002", str(err).splitlines()[0], span)
 
 
