@@ -980,3 +980,12 @@ def test_a_resident_process_that_never_answers_is_not_waited_for(tmp_path: Path)
     assert held, "the hook did not ask the resident process first"
     assert done.returncode == 0 and "Traceback" not in done.stderr
     assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+def test_the_client_s_copies_of_the_hook_s_constants_are_the_same() -> None:
+    """The client imports nothing of policy (it starts with ``-S``), so it keeps its own copies."""
+    from cli import hook_client
+    from policy.hooks import claude_code, resident, respond
+
+    assert (hook_client.MAGIC, hook_client.PREFIX, hook_client.DEFAULT_POLICY) == (
+        resident.MAGIC, respond.PREFIX, claude_code.DEFAULT_POLICY)
