@@ -60,6 +60,9 @@ class Grammar:
     broken whatever follows (CSS), though the grammar reads it on to the end of the text."""
     conditionals: bool = False
     """C's preprocessor conditionals: one branch of each is parsed (``policy.runtime.gates.preprocessor``)."""
+    angles: bool = False
+    """``<`` … ``>`` of type arguments are brackets too: closed in a second try, since a ``<`` in a broken
+    region may be a comparison (``Fn<{`` closes as ``}>``)."""
 
 
 _FOR_DO = re.compile(rb"\bfor[ \t]+\w+([ \t])[ \t]*do\b")
@@ -77,8 +80,9 @@ _NTH_ARGUMENT = re.compile(rb":nth-(?:last-)?(?:child|of-type)\(([^()\n]*)\)")
 _JS_ENDINGS = (b" => {}", b" from ''")
 """An arrow function's parameters waiting for ``=> body``; an import list (``import {\n  A,``) waiting for
 ``from``."""
-_TYPE_ARGUMENTS = (b">", b" _>", b">() {}", b"> = _")
-"""A type's argument list still open (``Fn<\n  Date,``): ``<`` is no bracket to the closers."""
+_TYPE_ARGUMENTS = (b">", b" _>", b">() {}", b">() => {}", b"> = _", b" ? _ : _")
+"""A type's argument list still open (``Fn<\n  Date,``, a generic arrow function's ``<T,``); a conditional
+type waiting for its ``?`` (``T extends U``)."""
 _PHP_STRING_KEY = re.compile(rb"\$[A-Za-z_]\w*\[([A-Za-z_]\w*)\]")
 """``"$frame[class]"``: an array key written bare in a string, which tree-sitter-php 0.25 rejects when it is
 a keyword (matched outside strings too: there PHP rejects it, and the gate misses that error)."""
@@ -94,6 +98,8 @@ _C_LIKE = (BLOCK_COMMENT_END, '"')
 _DO_WHILE = {"do": (frozenset({"while"}), " while (0);")}
 _FOLLOWERS = MappingProxyType({"try": (frozenset({"catch", "finally"}), " finally {}"), **_DO_WHILE})
 """``try`` … ``catch``/``finally`` and ``do`` … ``while``: JavaScript, TypeScript, Java, PHP."""
+_TS_FOLLOWERS = MappingProxyType({**_FOLLOWERS, "?": (frozenset({":"}), " : _")})
+"""TypeScript's also: a ``?`` of a conditional type or expression waiting for its ``:``."""
 _C_FOLLOWERS = MappingProxyType(_DO_WHILE)
 _CPP_FOLLOWERS = MappingProxyType({"try": (frozenset({"catch"}), " catch (...) {}"), **_DO_WHILE})
 _JS_TAILS = (BLOCK_COMMENT_END, "`", '"', "'")
@@ -104,10 +110,10 @@ GRAMMARS: dict[str, Grammar] = {
         Grammar("javascript", "tree_sitter_javascript", "language", _JS_TAILS, followers=_FOLLOWERS,
                 endings=_JS_ENDINGS),
         Grammar("typescript", "tree_sitter_typescript", "language_typescript", _JS_TAILS,
-                followers=_FOLLOWERS, endings=_JS_ENDINGS, fillers=_TYPE_ARGUMENTS,
-                stand_ins=((_IMPORT_TYPE, b"_"),)),
-        Grammar("tsx", "tree_sitter_typescript", "language_tsx", _JS_TAILS, followers=_FOLLOWERS,
-                endings=_JS_ENDINGS, fillers=_TYPE_ARGUMENTS, stand_ins=((_IMPORT_TYPE, b"_"),)),
+                followers=_TS_FOLLOWERS, endings=_JS_ENDINGS, fillers=_TYPE_ARGUMENTS,
+                stand_ins=((_IMPORT_TYPE, b"_"),), angles=True),
+        Grammar("tsx", "tree_sitter_typescript", "language_tsx", _JS_TAILS, followers=_TS_FOLLOWERS,
+                endings=_JS_ENDINGS, fillers=_TYPE_ARGUMENTS, stand_ins=((_IMPORT_TYPE, b"_"),), angles=True),
         Grammar("go", "tree_sitter_go", "language", (*_C_LIKE, "`")),
         Grammar("rust", "tree_sitter_rust", "language", (*_C_LIKE, '"#', '"##'), terminator=";"),
         Grammar("java", "tree_sitter_java", "language", (BLOCK_COMMENT_END, '"""', '"'), followers=_FOLLOWERS,
