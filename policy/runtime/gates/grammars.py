@@ -50,6 +50,9 @@ class Grammar:
     """Text tried after the closers (JavaScript's ``({ a, b = {} })`` waiting for its ``=> body``)."""
     heredoc: re.Pattern[bytes] | None = None
     """An opener whose group 2 is the terminator a heredoc still open at the end waits for."""
+    raw_string: re.Pattern[bytes] | None = None
+    """A raw string's opener whose group 1 its closing quote repeats: the last one gives one more tail (Rust's
+    ``r###"`` closes with ``"###``)."""
     stand_ins: tuple[tuple[re.Pattern[bytes], bytes], ...] = ()
     """Valid constructs the grammar cannot parse and the byte each byte of their group 1 (or of the whole
     match) becomes: an identifier or separator of the same length."""
@@ -93,6 +96,8 @@ _BARE_ANGLE = re.compile(rb"(?<=>)[^<>\"']*(>)")
 no ``<`` and no quote since the last ``>``."""
 _ESCAPED_ANGLE = re.compile(rb"&(?:lt|#60|#x3[cC]);[^<>&\n]{0,200}(>)")
 """A ``>`` in text after an escaped ``<`` (``&#x3C;string>``): valid HTML that tree-sitter-html rejects."""
+_RUST_ATTRIBUTED = (b" _ => {}", b" fn _f() {}", b" _f: ()", b" _f")
+"""What an attribute at the end (``#[cfg(x)]``) may wait for: a match arm, an item, a field, a variant."""
 _RUBY_BLOCKS = ("def", "class", "module", "do", "begin", "case", "if", "unless", "while", "until", "for")
 _C_LIKE = (BLOCK_COMMENT_END, '"')
 _DO_WHILE = {"do": (frozenset({"while"}), " while (0);")}
@@ -115,7 +120,8 @@ GRAMMARS: dict[str, Grammar] = {
         Grammar("tsx", "tree_sitter_typescript", "language_tsx", _JS_TAILS, followers=_TS_FOLLOWERS,
                 endings=_JS_ENDINGS, fillers=_TYPE_ARGUMENTS, stand_ins=((_IMPORT_TYPE, b"_"),), angles=True),
         Grammar("go", "tree_sitter_go", "language", (*_C_LIKE, "`")),
-        Grammar("rust", "tree_sitter_rust", "language", (*_C_LIKE, '"#', '"##'), terminator=";"),
+        Grammar("rust", "tree_sitter_rust", "language", _C_LIKE, terminator=";", fillers=_RUST_ATTRIBUTED,
+                raw_string=re.compile(rb'(?<!\w)[bc]?r(#+)"')),
         Grammar("java", "tree_sitter_java", "language", (BLOCK_COMMENT_END, '"""', '"'), followers=_FOLLOWERS,
                 terminator=";"),
         Grammar("c", "tree_sitter_c", "language", _C_LIKE, followers=_C_FOLLOWERS,

@@ -138,10 +138,12 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any) -> 
             yield filler + angled, False
     for ending in (*grammar.endings, *statement_end):
         yield close + ending, False
-    for tail in grammar.tails:
+    raw = _open_raw_string(grammar, data)
+    for tail in (*grammar.tails, *raw):
         with_tail = data + tail.encode()
         tail_tree = tree_parser.parse(with_tail)
-        if _closes_open_token(tail_tree, len(data), len(with_tail)):
+        # a raw string open at the end is no token to a tree in error recovery: its opener tells
+        if tail in raw or _closes_open_token(tail_tree, len(data), len(with_tail)):
             close = closers(tail_tree, grammar)
             yield tail.encode() + close, True
             if statement_end and close:
@@ -153,6 +155,19 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any) -> 
             close = closers(tree_parser.parse(data + terminator), grammar)
             for filler in (b"", b";"):
                 yield terminator + filler + close, True
+
+
+def _open_raw_string(grammar: Grammar, data: bytes) -> tuple[str, ...]:
+    """The closing quote of the text's last raw-string opener when the text does not close it."""
+    if grammar.raw_string is None:
+        return ()
+    last = None
+    for last in grammar.raw_string.finditer(data):  # noqa: B007 (the last opener is wanted)
+        pass
+    if last is None:
+        return ()
+    quote = b'"' + last.group(1)
+    return () if data.find(quote, last.end()) >= 0 else (quote.decode(),)
 
 
 def _closes_open_token(tree: Any, content_end: int, tail_end: int) -> bool:
