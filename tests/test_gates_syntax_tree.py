@@ -146,6 +146,7 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     ("typescript", "type P<T> = T extends Z<infer S> ? Z<{\n  [K in keyof S]: P<S[K]>;\n"),  # `}>`
     ("rust", 'fn t() {\n    snapshot!(f, @r###"\n    File {\n        s: Some("#!/x"),\n'),  # `"###` to come
     ("rust", "fn f(n: u8) -> u8 {\n    match n {\n        0 => 1,\n        #[cfg(x)]\n"),  # an arm to come
+    ("css", "a {\n  background: url(data:image/png;base64,iVBO);\n  b: c;\n"),  # a `;` inside a line's `url(`
 ])
 def test_incomplete_prefixes_of_other_languages(language: str, prefix: str, policy: CompiledPolicy) -> None:
     assert write(policy, f"m.{EXTENSIONS[language]}", prefix).metadata.get("incomplete") is True
@@ -170,6 +171,8 @@ def test_an_error_followed_by_more_text_blocks_even_in_a_prefix(policy: Compiled
     ("typescript", "const f = <T,>(a: T) => a ? (b;\nconst g = 1;\n", 1),
     ("rust", 'fn t() {\n    let a = r#"x"#;\n    let b = (1;\n    s!(f, @r##"\n    F {\n', 3),
     ("rust", "fn f(n: u8) -> u8 {\n    match n {\n        0 => (1,\n        2 => 3,\n        #[cfg(x)]\n", 4),
+    ("css", "a {\n  color: var(--x;\n  top: 0;\n  left: 0;\n", 2),  # `)` deleted: all else in it
+    ("css", 'a {\n  font: "Mono, ", Courier New", monospace;\n}\nb { top: 0 }\n', 2),  # a tree with no error
 ])
 def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str, line: int,
                                                        policy: CompiledPolicy) -> None:

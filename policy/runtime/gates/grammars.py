@@ -61,6 +61,10 @@ class Grammar:
     line_strings: re.Pattern[bytes] | None = None
     """The language's comments and strings, a string ending at a line break: a string a line break ends is
     broken whatever follows (CSS), though the grammar reads it on to the end of the text."""
+    call_line_end: re.Pattern[bytes] | None = None
+    """A token that, ending a line inside a function's arguments, means the function's ``)`` is missing
+    whatever follows (CSS's ``;``: ``color: var(--x;`` then a line break), though the grammar reads the
+    arguments on to the end of the text."""
     conditionals: bool = False
     """C's preprocessor conditionals: one branch of each is parsed (``policy.runtime.gates.preprocessor``)."""
     angles: bool = False
@@ -147,7 +151,8 @@ GRAMMARS: dict[str, Grammar] = {
         Grammar("html", "tree_sitter_html", "language", ("-->", '"', "'", ">"),
                 stand_ins=((_XML_DECLARATION, b" "), (_ESCAPED_ANGLE, b" "), (_BARE_ANGLE, b" "))),
         Grammar("css", "tree_sitter_css", "language", (BLOCK_COMMENT_END, '"', "'"),
-                stand_ins=((_NTH_ARGUMENT, b"2"),), line_strings=_CSS_STRINGS),
+                stand_ins=((_NTH_ARGUMENT, b"2"),), line_strings=_CSS_STRINGS,
+                call_line_end=re.compile(rb";(?=[ \t]*\r?\n)")),
     )
 }
 """Every tree-sitter language a gate can name (``check javascript``)."""

@@ -85,32 +85,39 @@ def check_syntax_tree(name: str, text: str, partial: bool, before: str | None = 
 def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> tuple[str, list[Site]]:
     """``valid``, ``incomplete`` or ``invalid`` with the error sites that stand."""
     tree = tree_parser.parse(data)
+    conditions = _line_broken_strings(grammar, data)
     if not tree.root_node.has_error:
-        return "valid", []
-    conditions: list[Site] = []
+        return ("invalid", conditions) if conditions else ("valid", [])
     if grammar.conditionals:
-        conditions = [site for site in error_sites(tree_parser.parse(directives_only(data)))
-                      if site.start < len(data)]
+        conditions += [site for site in error_sites(tree_parser.parse(directives_only(data)))
+                       if site.start < len(data)]
         data = blank_macro_calls(blank_conditionals(data))
     if grammar.stand_ins or grammar.conditionals:
         data = _stand_in(data, grammar)
         tree = tree_parser.parse(data)
         if not tree.root_node.has_error:
             return ("invalid", conditions) if conditions else ("valid", [])
-    if grammar.line_strings is not None:
-        conditions += [Site(found.end() - 1, found.end() - 1, found.group()[:1].decode())
-                       for found in grammar.line_strings.finditer(data)
-                       if found.group()[:1] in b"\"'" and found.group().endswith(b"\n")]
     if not partial:
         return "invalid", conditions + list(error_sites(tree))
     first: list[Site] | None = None
     for suffix, closed in _completions(tree_parser, grammar, data, tree):
-        standing = _standing(data, tree_parser.parse(data + suffix), closed)
+        completed = tree_parser.parse(data + suffix)
+        standing = _standing(data, completed, closed) or _unclosed_calls(grammar, data, completed)
         if not standing:
             return ("invalid", conditions) if conditions else ("incomplete", [])
         first = standing if first is None else first
     assert first is not None
     return "invalid", conditions + first
+
+
+def _line_broken_strings(grammar: Grammar, data: bytes) -> list[Site]:
+    """Strings a line break ends, where the language says so (``Grammar.line_strings``): the grammar may
+    read them on across lines, even to a tree with no error."""
+    if grammar.line_strings is None:
+        return []
+    return [Site(found.end() - 1, found.end() - 1, found.group()[:1].decode())
+            for found in grammar.line_strings.finditer(data)
+            if found.group()[:1] in b"\"'" and found.group().endswith(b"\n")]
 
 
 def completions(name: str, text: str) -> list[str]:
@@ -191,6 +198,17 @@ def _standing(data: bytes, tree: Any, closed: bool) -> list[Site]:
     finished = not closed and data.endswith(b"\n") and last_line.endswith(_FINISHED)
     return [site for site in error_sites(tree) if site.start < threshold or site.end < content_end
             or (finished and site.missing is None and site.start == first_token)]
+
+
+def _unclosed_calls(grammar: Grammar, data: bytes, tree: Any) -> list[Site]:
+    """A line inside a function's arguments that ends in ``grammar.call_line_end``: the ``)`` is missing."""
+    sites = []
+    for found in grammar.call_line_end.finditer(data) if grammar.call_line_end is not None else ():
+        node = tree.root_node.descendant_for_byte_range(found.start(), found.end())
+        if node is not None and node.start_byte == found.start() and node.parent is not None \
+                and node.parent.type == "arguments":
+            sites.append(Site(found.start(), found.start(), ")"))
+    return sites
 
 
 def _closed_start(tree: Any, position: int, fallback: int) -> int:
