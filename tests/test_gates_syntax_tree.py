@@ -147,6 +147,7 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     ("rust", 'fn t() {\n    snapshot!(f, @r###"\n    File {\n        s: Some("#!/x"),\n'),  # `"###` to come
     ("rust", "fn f(n: u8) -> u8 {\n    match n {\n        0 => 1,\n        #[cfg(x)]\n"),  # an arm to come
     ("css", "a {\n  background: url(data:image/png;base64,iVBO);\n  b: c;\n"),  # a `;` inside a line's `url(`
+    ("shell", "f() {\n\tcase $1 in\n\tfirefox | iceweasel | \\\n\tchrome | chromium | \\\n"),  # `_) ;;`
 ])
 def test_incomplete_prefixes_of_other_languages(language: str, prefix: str, policy: CompiledPolicy) -> None:
     assert write(policy, f"m.{EXTENSIONS[language]}", prefix).metadata.get("incomplete") is True
@@ -198,10 +199,19 @@ def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str
      "typedef struct s S;\nS *\nS_create_ex(const char *name, int n);\nint f(void;\nint g(void);\n"),
     ("cpp", "class A {\n  MOCK_METHOD(void, F, ());\n};\n",                  # a macro argument no expression
      "class A {\n  MOCK_METHOD(void, F, ());\n  int f(;\n};\n"),
+    ("shell", 'a=`echo "$o"`\nb=` echo x`\necho "$b"\n',                 # an opening backtick, then blanks
+     'a=`echo "$o"`\nb=` echo x`\necho )\necho ok\n'),
+    ("shell", "case $v in\nless' '45* | \\\nless' '4[6-9]*) x=1 ;;\nesac\n",  # `' '` in continued patterns
+     "case $v in\nless' '45* | \\\nless' '4[6-9]*) x=1 ;;\nesac\necho )\necho ok\n"),
+    ("shell", 'n=$(($1 + 0)) 2>/dev/null && test "$n" = "$1"\n',          # an assignment with a redirection
+     'n=$(($1 + 0)) 2>/dev/null && test "$n" = "$1"\necho )\necho ok\n'),
+    ("shell", 'case ${l%%[ \t]*} in\n1) x ;;\nesac\n[ \\( -n "$l" \\) ] && echo "$l"\n',  # `[ ` not a test
+     'case ${l%%[ \t]*} in\n1) x ;;\nesac\n[ \\( -n "$l" \\) ] && echo )\necho ok\n'),
 ])
 def test_valid_code_the_grammar_cannot_parse_is_allowed(language: str, text: str, broken: str,
                                                         policy: CompiledPolicy) -> None:
     assert parser(language).parse(text.encode()).root_node.has_error
+    assert check_syntax_tree(language, text, False).status == "valid"  # read whole, not as a prefix
     assert write(policy, f"m.{EXTENSIONS[language]}", text).action == "allow"
     assert write(policy, f"m.{EXTENSIONS[language]}", broken).action == "block"
 
@@ -290,7 +300,7 @@ def test_an_error_the_file_already_had_is_not_the_edits_doing(policy: CompiledPo
 
 
 def test_an_edit_inside_an_error_that_spans_it_is_not_the_edits_doing() -> None:
-    before = 'a=`echo "$o"`\nb=` echo x`\nf() {\n  echo 2\n}\n'  # tree-sitter-bash: one error from line 1 on
+    before = "((echo a) | cat)\nf() {\n  echo 2\n}\n"  # `((` opening two subshells: one error from line 1 on
     assert check_syntax_tree("shell", before, False).status == "invalid"
     after = before.replace("echo 2", "echo 3")
     assert check_syntax_tree("shell", after, False, before).status == "valid"

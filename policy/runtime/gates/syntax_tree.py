@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from policy.runtime.gates.grammars import GRAMMARS, Grammar, GrammarUnavailable, parser
+from policy.runtime.gates.grammars import GRAMMARS, Grammar, GrammarUnavailable, StandIn, parser
 from policy.runtime.gates.preprocessor import blank_conditionals, blank_macro_calls, directives_only
 from policy.runtime.gates.problems import INCOMPLETE, VALID, Problem, Verdict, invalid, unavailable
 
@@ -139,6 +139,9 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any) -> 
     statement_end = (grammar.terminator.encode(),) if grammar.terminator else ()
     for filler in (b"", *FILLERS, *grammar.fillers, *statement_end):
         yield filler + close, False
+    for pattern, filler in grammar.continued:
+        if pattern.search(data, max(0, len(data) - 80)):
+            yield filler + close, False
     angled = closers(tree, grammar, angles=True) if grammar.angles else close
     if angled != close:
         for filler in (b"", b" _"):
@@ -317,8 +320,10 @@ def _stand_in(data: bytes, grammar: Grammar) -> bytes:
     return data
 
 
-def _filled(fill: bytes, found: re.Match[bytes]) -> bytes:
-    """The match with its group 1 (or all of it) replaced byte for byte by ``fill``."""
+def _filled(fill: StandIn, found: re.Match[bytes]) -> bytes:
+    """The match with its group 1 (or all of it) replaced byte for byte by ``fill`` (or what it gives)."""
+    if callable(fill):
+        return fill(found)
     group = 1 if found.re.groups else 0
     text, start, end = found.group(), found.start(group) - found.start(), found.end(group) - found.start()
     return text[:start] + fill * (end - start) + text[end:]
