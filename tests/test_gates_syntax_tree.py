@@ -207,6 +207,10 @@ def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str
      'n=$(($1 + 0)) 2>/dev/null && test "$n" = "$1"\necho )\necho ok\n'),
     ("shell", 'case ${l%%[ \t]*} in\n1) x ;;\nesac\n[ \\( -n "$l" \\) ] && echo "$l"\n',  # `[ ` not a test
      'case ${l%%[ \t]*} in\n1) x ;;\nesac\n[ \\( -n "$l" \\) ] && echo )\necho ok\n'),
+    ("html", '<a class="nav" href="{{< docsref "/components/navbar" >}}">Navbar</a>\n',  # a Hugo shortcode
+     '<a class="nav" href="{{< docsref "/components/navbar" >}}">Navbar</a\n<p>x</p>\n'),
+    ("html", "<p>Default: <code>'> '</code> or <code>a >= 0</code>, <code><%= data.a %></code></p>\n",
+     "<p>Default: <code>'> '</code> or <code>a >= 0</code>, <code><%= data.a %></code></p\n<p>x</p>\n"),
 ])
 def test_valid_code_the_grammar_cannot_parse_is_allowed(language: str, text: str, broken: str,
                                                         policy: CompiledPolicy) -> None:

@@ -120,11 +120,19 @@ _PHP_STRING_KEY = re.compile(rb"\$[A-Za-z_]\w*\[([A-Za-z_]\w*)\]")
 a keyword (matched outside strings too: there PHP rejects it, and the gate misses that error)."""
 _XML_DECLARATION = re.compile(rb"<\?xml\b[^<>]*\?>")
 """XHTML's ``<?xml version="1.0"?>``, which tree-sitter-html 0.23 does not know."""
-_BARE_ANGLE = re.compile(rb"(?<=>)[^<>\"']*(>)")
-"""A ``>`` in text (``info->skip``, a ``> `` prompt): valid HTML that tree-sitter-html 0.23 rejects; one with
-no ``<`` and no quote since the last ``>``."""
-_ESCAPED_ANGLE = re.compile(rb"&(?:lt|#60|#x3[cC]);[^<>&\n]{0,200}(>)")
-"""A ``>`` in text after an escaped ``<`` (``&#x3C;string>``): valid HTML that tree-sitter-html rejects."""
+_TEMPLATE_TAG = re.compile(rb"\{\{.{0,400}?\}\}|\{%.{0,400}?%\}|<%.{0,400}?%>")
+"""A template's tag on one line (Hugo's ``{{< docsref "/x" >}}``, ``{{ .Title }}``, Jinja's ``{% if a %}``,
+EJS's ``<%= a %>``), read as a name: in a quoted attribute its quotes end the value to tree-sitter-html."""
+_TAG_OR_ANGLE = re.compile(rb"<[A-Za-z/!?](?:[^<>\"']++|\"[^\"]{0,4096}+\"|'[^']{0,4096}+')*+>|>")
+"""A tag (its quoted values may hold ``>``; bounded, so the scan stays linear) or a ``>`` outside one."""
+
+
+def _text_angle(found: re.Match[bytes]) -> bytes:
+    """A ``>`` in text (``info->skip``, a ``'> '`` prompt) read as a blank: valid HTML that tree-sitter-html
+    0.23 rejects; a tag stays."""
+    return b" " if found.group() == b">" else found.group()
+
+
 _RUST_ATTRIBUTED = (b" _ => {}", b" fn _f() {}", b" _f: ()", b" _f")
 """What an attribute at the end (``#[cfg(x)]``) may wait for: a match arm, an item, a field, a variant."""
 _RUBY_BLOCKS = ("def", "class", "module", "do", "begin", "case", "if", "unless", "while", "until", "for")
@@ -177,7 +185,7 @@ GRAMMARS: dict[str, Grammar] = {
                            (_BACKTICK_BLANKS, _backtick_after_blanks), (_QUOTED_BLANKS, b"_"),
                            (_ASSIGNMENT_REDIRECTED, b"_"))),
         Grammar("html", "tree_sitter_html", "language", ("-->", '"', "'", ">"),
-                stand_ins=((_XML_DECLARATION, b" "), (_ESCAPED_ANGLE, b" "), (_BARE_ANGLE, b" "))),
+                stand_ins=((_XML_DECLARATION, b" "), (_TEMPLATE_TAG, b"_"), (_TAG_OR_ANGLE, _text_angle))),
         Grammar("css", "tree_sitter_css", "language", (BLOCK_COMMENT_END, '"', "'"),
                 stand_ins=((_NTH_ARGUMENT, b"2"),), line_strings=_CSS_STRINGS,
                 call_line_end=re.compile(rb";(?=[ \t]*\r?\n)")),
