@@ -78,6 +78,7 @@ def test_what_tree_sitter_cpp_reads_into_a_deleted_brace_is_an_error(text: str, 
     "class A {\n public:\n  A() {}\n  ~A() {}\n  explicit operator bool() const { return true; }\n",
     "template <typename T>\nstruct B<T*> {\n  B() {}\n",
     "template <typename OutputIt,\n          typename Enable = typename std::is_void<OutputIt>::type>\n",
+    "namespace a {\ntemplate <typename OutputIt,\n          typename Enable = typename std::is_void<\n",
 ])
 def test_cpp_prefixes_stay_incomplete(prefix: str) -> None:
     assert status("cpp", prefix) == "incomplete"

@@ -113,6 +113,9 @@ _C_STRINGS = re.compile(
     rb"|'(?:[^'\\\n]|\\.){1,8}'|\"(?:[^\"\\\n]|\\.)*[\"\n]", re.DOTALL)
 """C's comments, C++ raw strings, character literals and strings: a string a line break ends is broken (a
 backslash before the break continues it)."""
+_TEMPLATE_HEADS = (b" struct _;", b"> struct _;", b" _> struct _;", b">> struct _;", b" _>> struct _;")
+"""A template header waiting for its declaration, maybe cut inside its parameters (``template <typename T,
+typename E = std::is_void<``): ``<`` is no bracket to the closers."""
 _CPP_MISREAD = """
 (compound_statement (function_definition type: (_)) @brace)
 (_ name: [(type_identifier) @class (template_type name: (type_identifier) @class)]
@@ -158,7 +161,7 @@ GRAMMARS: dict[str, Grammar] = {
         Grammar("c", "tree_sitter_c", "language", _C_LIKE, followers=_C_FOLLOWERS,
                 terminator=";", conditionals=True, block_end=b"} _;", line_strings=_C_STRINGS),
         Grammar("cpp", "tree_sitter_cpp", "language", (*_C_LIKE, ')"'), followers=_CPP_FOLLOWERS,
-                terminator=";", conditionals=True, block_end=b"} _;", fillers=(b" struct _;",),
+                terminator=";", conditionals=True, block_end=b"} _;", fillers=_TEMPLATE_HEADS,
                 stand_ins=((_MEMBER_OPERATOR, b"_"),),
                 line_strings=_C_STRINGS, misread=_CPP_MISREAD),
         Grammar(
