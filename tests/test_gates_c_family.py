@@ -30,11 +30,32 @@ def status(language: str, text: str, before: str | None = None) -> str:
      "  bool g() { return a.operator bool(); }\n};\n",
      "struct R {\n  int f(int n) { return *(this->operator+(n); }\n"
      "  bool g() { return a.operator bool(); }\n};\n"),
+    # macro calls after a line that a comment ends
+    ("cpp", "K_(char, kInt);  // NOLINT\nK_(short, kInt);  // NOLINT\nK_(int, kInt);\n",
+     "K_(char, kInt);  // NOLINT\nK_(short, kInt);  // NOLINT\nint f(;\nK_(int, kInt);\n"),
+    # an unnamed pointer with a default, a comma expression in a decltype, a macro as a template parameter
+    ("cpp", "template <typename T>\nA(const T& s, typename E<T>::type*\n  /*on*/\n  = nullptr);\nint x;\n",
+     "template <typename T>\nA(const T& s, typename E<T>::type*\n  /*on*/\n  = nullptr;\nint x;\n"),
+    ("cpp", "template <typename U>\nstatic auto check(U* p) -> decltype((void)p->find('a'), int());\n",
+     "template <typename U>\nstatic auto check(U* p) -> decltype((void)p->find('a', int());\nint x;\n"),
+    ("cpp", "template <typename T, FMT_ENABLE_IF(!is_x<T>::value &&\n  !is_y<T>::value)>\nvoid f(T a);\n",
+     "template <typename T, FMT_ENABLE_IF(!is_x<T>::value &&\n  !is_y<T>::value)>\nvoid f(T a;\nint x;\n"),
+    # a macro after a parameter list: a trailing return type, an attribute
+    ("cpp", "template <typename T>\nauto begin(T&& r) FMT_DECLTYPE_RETURN(static_cast<T&&>(r).begin());\n",
+     "template <typename T>\nauto begin(T&& r) FMT_DECLTYPE_RETURN(static_cast<T&&>(r).begin();\nint x;\n"),
+    ("c", "extern int ftime (struct timeb *t)\n  __nonnull ((1)) __THROW;\nint x;\n",
+     "extern int ftime (struct timeb *t\n  __nonnull ((1)) __THROW;\nint x;\n"),
 ])
 def test_valid_code_the_grammar_cannot_parse_is_allowed(language: str, text: str, broken: str) -> None:
     assert parser(language).parse(text.encode()).root_node.has_error
     assert status(language, text) == "valid"
     assert status(language, broken) == "invalid"
+
+
+def test_a_cast_before_a_reserved_name_keeps_it() -> None:
+    # `(size_t) __n;` is a cast: `__n` is no attribute of a declarator, so it is not blanked
+    assert check_syntax_tree("c", "#define X\nint f(void) {\n  return (int) __n;\n}\nint g(;\n",
+                             partial=False).problem.line == 5  # type: ignore[union-attr]
 
 
 def test_a_type_name_after_a_tag_keyword_is_not_read_as_a_macro() -> None:

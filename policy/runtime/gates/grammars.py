@@ -108,6 +108,18 @@ _MEMBER_OPERATOR = re.compile(
     rb"(?:\(\)|\[\]|->\*?|(?:new|delete)\b(?:\[\])?|[-+*/%^&|~!=<>,]{1,3}|[A-Za-z_]\w*))")
 """An operator called by name through ``->`` or ``.`` (``this->operator+(n)``, ``a.operator bool()``), which
 tree-sitter-cpp 0.23 does not parse."""
+_DEFAULTED_POINTER = re.compile(rb"(?<=[\w>])[ \t]*(\*)(?=(?:\s|/\*(?:[^*]|\*(?!/)){0,200}\*/)+=(?!=))")
+"""An unnamed pointer with a default (``typename std::enable_if<…>::type* = nullptr``, a parameter or a
+template parameter), which tree-sitter-cpp 0.23 does not parse; read without its ``*``."""
+_NESTED = rb"(?:[^();{}]|\((?:[^();{}]|\([^();{}]*\))*\))"
+_DECLTYPE_LIST = re.compile(rb"\bdecltype\s*\((" + _NESTED.replace(b"[^();{}]", b"[^(),;{}]", 1) + rb"*,"
+                            + _NESTED + rb"*)\)")
+"""``decltype((void)p->find('a'), int())``: a comma expression, which tree-sitter-cpp 0.23 does not parse in
+a ``decltype``; read as a name."""
+_TEMPLATE_MACRO = re.compile(rb"(?<=[<,])\s*([A-Z][A-Z0-9]*_[A-Z0-9_]*[ \t]*\(" + _NESTED + rb"*\))"
+                             rb"(?=\s*[>,])")
+"""A macro call as a template parameter (``template <typename T, FMT_ENABLE_IF(!is_x<T>::value)>``), read as
+a name."""
 _C_STRINGS = re.compile(
     rb"/\*.*?(?:\*/|\Z)|//[^\n]*|(?<!\w)(?:u8|[uUL])?R\"([^()\\ \t\n]{0,16})\(.*?(?:\)\1\"|\Z)"
     rb"|'(?:[^'\\\n]|\\.){1,8}'|\"(?:[^\"\\\n]|\\.)*[\"\n]", re.DOTALL)
@@ -162,7 +174,8 @@ GRAMMARS: dict[str, Grammar] = {
                 terminator=";", conditionals=True, block_end=b"} _;", line_strings=_C_STRINGS),
         Grammar("cpp", "tree_sitter_cpp", "language", (*_C_LIKE, ')"'), followers=_CPP_FOLLOWERS,
                 terminator=";", conditionals=True, block_end=b"} _;", fillers=_TEMPLATE_HEADS,
-                stand_ins=((_MEMBER_OPERATOR, b"_"),),
+                stand_ins=((_MEMBER_OPERATOR, b"_"), (_DEFAULTED_POINTER, b" "), (_DECLTYPE_LIST, b"_"),
+                           (_TEMPLATE_MACRO, b"_")),
                 line_strings=_C_STRINGS, misread=_CPP_MISREAD),
         Grammar(
             "ruby", "tree_sitter_ruby", "language", ('"', "'", "`", "\n=end\n"),

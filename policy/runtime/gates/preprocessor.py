@@ -49,9 +49,11 @@ noexcept operator private protected public register reinterpret_cast requires re
 signed sizeof static static_assert static_cast struct switch template this thread_local throw try
 typedef typeid typename union unsigned using virtual void volatile while _Alignas _Alignof _Atomic
 _Bool _Noreturn _Static_assert _Thread_local""".split())
-_RESERVED_ATTRIBUTE = re.compile(rb"[)\]][ \t]*(?:\r?\n[ \t]*)?(__\w+)")
-"""An implementation's name after a declarator's ``)`` or ``]`` (glibc's ``__THROW``, ``__nonnull ((1))``,
-``__LOCK_ALIGNMENT``): an attribute macro, blanked with its arguments."""
+_ATTRIBUTE_NAME = rb"(?:__\w+|" + _ALL_CAPS + rb")"
+_TRAILING_ATTRIBUTE = re.compile(rb"[)\]][ \t]*(?:\r?\n[ \t]*)?(" + _ATTRIBUTE_NAME + rb")")
+"""An implementation's name or an all-caps macro after a declarator's ``)`` or ``]`` (glibc's ``__THROW``,
+``__nonnull ((1))``, ``__LOCK_ALIGNMENT``, fmt's ``FMT_DECLTYPE_RETURN(…)``): an attribute or a trailing
+return type, blanked with its arguments."""
 _DECLARATION_END = frozenset(b";,{=")
 _TAG = re.compile(rb"(?:class|struct|union|enum)[ \t]+$")
 _CONTINUATION = frozenset(b".-+*/%&|^<>=?:,")
@@ -156,7 +158,7 @@ def blank_macro_calls(data: bytes) -> bytes:
     for found in filter(code, _BEFORE_TYPE.finditer(data)):
         if found.group(1) not in _KEYWORDS:
             _blank_span(out, found.start(1), found.end(1))
-    for found in filter(code, _RESERVED_ATTRIBUTE.finditer(data)):
+    for found in filter(code, _TRAILING_ATTRIBUTE.finditer(data)):
         _blank_attributes(data, out, found.start(1), data[found.start()] == 41)
     for found in filter(code, _MACRO_CALL.finditer(data)):
         end = _balanced_end(data, found.end() - 1)
@@ -189,7 +191,7 @@ def _blank_attributes(data: bytes, out: bytearray, start: int, after_parenthesis
     if after_parenthesis and not _closes_parameters(data, data.rfind(b")", 0, start)):
         return
     spans, index = [], start
-    while (name := _RESERVED_NAME.match(data, index)) is not None:
+    while (name := _ATTRIBUTE.match(data, index)) is not None:
         end = name.end()
         arguments = _skip_spaces(data, end)
         if data[arguments : arguments + 1] == b"(":
@@ -225,7 +227,7 @@ def _closes_parameters(data: bytes, close: int) -> bool:
     return before.endswith(b")") or (name is not None and name.group() not in _KEYWORDS)
 
 
-_RESERVED_NAME = re.compile(rb"__\w+")
+_ATTRIBUTE = re.compile(_ATTRIBUTE_NAME)
 
 
 def _skip_spaces(data: bytes, index: int) -> int:
@@ -242,8 +244,8 @@ def _continues_declaration(out: bytearray, start: int) -> bool:
     end = start
     while end > 0 and out[end - 1] in _BLANKS:  # back over the blanks only: no copy of what precedes
         end -= 1
-    line = bytes(out[out.rfind(b"\n", 0, end) + 1 : end]).strip()
-    if not line or line.startswith((b"//", b"#", b"*", b"/*")) or line.endswith(b"*/"):
+    line = bytes(out[out.rfind(b"\n", 0, end) + 1 : end]).split(b"//", 1)[0].strip()  # a comment ends it
+    if not line or line.startswith((b"#", b"*", b"/*")) or line.endswith(b"*/"):
         return False
     return line[-1:].isalnum() or line[-1:] in b"_*&,=("
 
