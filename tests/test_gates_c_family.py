@@ -73,6 +73,24 @@ def test_a_text_that_ends_inside_a_directive_is_incomplete(prefix: str) -> None:
     assert status("c", prefix) == "incomplete"
 
 
+@pytest.mark.parametrize("text", [
+    "#define LL_MUL32(r, a) { \\\n  _y1 += _y2;   /* can't carry */ \\\n  (r).hi = _y3; \\\n}\nint x;\n",
+    "#ifdef __has_include\n#if __has_include(<version>)\n#include <version>\n#endif\n#endif\nint x;\n",
+])
+def test_directives_tree_sitter_misreads_are_valid(text: str) -> None:
+    lines = text.splitlines(keepends=True)
+    assert status("c", text) == "valid"
+    assert status("c", text, before="".join(lines[:2])) == "valid"  # an append after the first two lines
+
+
+def test_a_statement_line_ends_with_its_semicolon() -> None:
+    # a deleted `)` before the `;`: no append closes what the `;` ended, though the grammar reads on
+    text = "struct s {\n\tint tag[];\n} __attribute__((packed);\n\n#endif\n"
+    verdict = check_syntax_tree("c", text, partial=True)
+    assert (verdict.status, verdict.problem.line if verdict.problem else None) == ("invalid", 3)
+    assert status("c", "void f(void) {\n  for (i = 0;\n") == "incomplete"  # a `for` header goes on
+
+
 def test_a_macros_parameter_list_ends_with_its_line() -> None:
     broken = "int x;\n#define F(a, b \\\n  a + b\n\n#endif\n"  # only a directive follows the broken line
     verdict = check_syntax_tree("c", broken, partial=True)

@@ -66,6 +66,9 @@ class Grammar:
     block_end: bytes = b""
     """What each ``}`` of the closers becomes in one more try: C's ``} _;`` ends a struct, union or enum body
     that waits for a member's or a typedef's name and its ``;`` (and is an empty statement elsewhere)."""
+    statement_lines: bool = False
+    """A last line that ends with the terminator (outside a ``for (`` header) is finished: an error on it
+    stands, though the grammar reads it on to the end of the text (C's ``} __attribute__((packed);``)."""
     misread: str = ""
     """A tree-sitter query for what the grammar accepts though no valid text holds it: a capture ``@brace``
     is a ``}`` missing before the node, ``@unexpected`` an unexpected node (checked once a text has an error,
@@ -171,12 +174,13 @@ GRAMMARS: dict[str, Grammar] = {
         Grammar("java", "tree_sitter_java", "language", (BLOCK_COMMENT_END, '"""', '"'), followers=_FOLLOWERS,
                 terminator=";"),
         Grammar("c", "tree_sitter_c", "language", _C_LIKE, followers=_C_FOLLOWERS,
-                terminator=";", conditionals=True, block_end=b"} _;", line_strings=_C_STRINGS),
+                terminator=";", conditionals=True, block_end=b"} _;", line_strings=_C_STRINGS,
+                statement_lines=True),
         Grammar("cpp", "tree_sitter_cpp", "language", (*_C_LIKE, ')"'), followers=_CPP_FOLLOWERS,
                 terminator=";", conditionals=True, block_end=b"} _;", fillers=_TEMPLATE_HEADS,
                 stand_ins=((_MEMBER_OPERATOR, b"_"), (_DEFAULTED_POINTER, b" "), (_DECLTYPE_LIST, b"_"),
                            (_TEMPLATE_MACRO, b"_")),
-                line_strings=_C_STRINGS, misread=_CPP_MISREAD),
+                line_strings=_C_STRINGS, statement_lines=True, misread=_CPP_MISREAD),
         Grammar(
             "ruby", "tree_sitter_ruby", "language", ('"', "'", "`", "\n=end\n"),
             keywords=MappingProxyType(dict.fromkeys(_RUBY_BLOCKS, "end")),

@@ -17,8 +17,12 @@ import re
 
 _DIRECTIVE_START = re.compile(rb"^[ \t]*#", re.MULTILINE)
 _DIRECTIVE = re.compile(rb"[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b(.*)")
+_CONTINUED_COMMENT = re.compile(rb"/\*(?:[^*]|\*(?!/))*\*/(?=[ \t]*\\\r?\n)")
+_NOT_NEWLINE = re.compile(rb"[^\r\n]")
 _FUNCTION_DEFINE = re.compile(rb"[ \t]*#[ \t]*define[ \t]+\w+\(")
 """A function-like macro's definition: its parameter list is grammar, its body a token list."""
+_HAS_INCLUDE = re.compile(rb"(?<=__has_include\()\s*<[^<>\n]*>")
+"""``__has_include(<version>)``'s header name, which tree-sitter reads as no expression: read as a name."""
 _FALSE = re.compile(rb"\s*0\s*(?:/[/*].*)?$")
 _MACRO_NAME = rb"(?:_*[A-Z][A-Z0-9]*_[A-Za-z0-9_]*|_*[A-Z][A-Z0-9]+)"
 """An upper-case name, or one with an underscore starting upper-case (``DECLARE_PEM_rw``,
@@ -114,9 +118,16 @@ def directives_only(data: bytes) -> bytes:
             keyword = found.group(1)
             read_as = b"if" + keyword[4:] if keyword.startswith(b"elif") else keyword
             padding = b" " * (len(keyword) - len(read_as))
-            out.append(line[: found.start(1)] + read_as + padding + line[found.end(1) :])
+            condition = _HAS_INCLUDE.sub(lambda name: b"_" * len(name.group()), line[found.end(1) :])
+            out.append(line[: found.start(1)] + read_as + padding + condition)
         continued = line.rstrip(b"\r\n").endswith(b"\\")
     return b"".join(out) + b"\n#endif" * opened + b"\n"
+
+
+def blank_continued_comments(data: bytes) -> bytes:
+    """``data`` with each block comment that a line continuation follows blanked (``x += 1; /* carry */ \\``
+    in a ``#define``): tree-sitter-c ends the directive there, though a comment is only a space."""
+    return _CONTINUED_COMMENT.sub(lambda found: _NOT_NEWLINE.sub(b" ", found.group()), data)
 
 
 def blank_open_directive(data: bytes) -> bytes:

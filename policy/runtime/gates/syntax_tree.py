@@ -34,6 +34,7 @@ from typing import Any
 from policy.runtime.gates.grammars import GRAMMARS, Grammar, GrammarUnavailable, parser
 from policy.runtime.gates.preprocessor import (
     blank_conditionals,
+    blank_continued_comments,
     blank_macro_calls,
     blank_open_directive,
     directives_only,
@@ -53,6 +54,7 @@ FILLERS = (b" _", b" _;", b" : _", b" {}")
 """Text tried after an unfinished statement (``x =``, ``a ?`` …, a declaration header with no body)."""
 _CLOSED_KINDS = ("string", "comment", "heredoc", "template", "text_block", "raw", "quote", "attribute_value")
 _SNIPPET_TEXT = 30
+_FOR_HEADER = re.compile(rb"\bfor\s*\(")
 _FINISHED = (b")", b"]", b"}", b";", b"end")
 """How a finished line ends: an error the completion leaves at its first token is no cut-off statement (an
 ``end`` inside a hash, a method header inside a method)."""
@@ -96,6 +98,7 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> 
     conditions: list[Site] = []
     complete = "valid"
     if grammar.conditionals:
+        data = blank_continued_comments(data)
         if partial:
             cut = blank_open_directive(data)
             complete, data = ("incomplete", cut) if cut != data else (complete, data)
@@ -204,8 +207,11 @@ def _standing(data: bytes, tree: Any, closed: bool, grammar: Grammar) -> list[Si
     last_line = data[threshold:content_end]
     first_token = content_end - len(last_line.lstrip())
     finished = not closed and data.endswith(b"\n") and last_line.endswith(_FINISHED)
-    return [site for site in _errors(tree, grammar) if site.start < threshold
-            or site.end < content_end or (finished and site.missing is None and site.start == first_token)]
+    ended = (finished and grammar.statement_lines and last_line.endswith(grammar.terminator.encode())
+             and _FOR_HEADER.search(last_line) is None)
+    return [site for site in _errors(tree, grammar) if site.start < threshold or site.end < content_end
+            or (finished and site.missing is None and site.start == first_token)
+            or (ended and site.start < content_end)]
 
 
 def _closed_start(tree: Any, position: int, fallback: int) -> int:
