@@ -83,6 +83,19 @@ def test_directives_tree_sitter_misreads_are_valid(text: str) -> None:
     assert status("c", text, before="".join(lines[:2])) == "valid"  # an append after the first two lines
 
 
+CPP_IN_A_C_HEADER = (
+    "#ifndef A_H\n#define A_H\n#include <stddef.h>\n#if U_SHOW_CPLUSPLUS_API\nnamespace icu {\n"
+    "class U_API Piece : public UMemory {\n public:\n  Piece() {}\n};\n}\n#else\nint piece(void);\n#endif\n"
+    "int after(void);\n#endif\n"
+)
+
+
+def test_cpp_in_a_c_header_is_a_branch_a_c_compiler_skips() -> None:
+    assert status("c", CPP_IN_A_C_HEADER) == "valid"
+    assert status("cpp", CPP_IN_A_C_HEADER) == "valid"
+    assert status("c", CPP_IN_A_C_HEADER.replace("int piece(void)", "int piece(void")) == "invalid"  # kept
+
+
 def test_a_statement_line_ends_with_its_semicolon() -> None:
     # a deleted `)` before the `;`: no append closes what the `;` ended, though the grammar reads on
     text = "struct s {\n\tint tag[];\n} __attribute__((packed);\n\n#endif\n"

@@ -63,6 +63,9 @@ class Grammar:
     broken whatever follows (CSS), though the grammar reads it on to the end of the text."""
     conditionals: bool = False
     """C's preprocessor conditionals: one branch of each is parsed (``policy.runtime.gates.preprocessor``)."""
+    foreign: re.Pattern[bytes] | None = None
+    """A line of another language's code (C++ in a C header): a conditional branch holding one is a branch a
+    compiler of this language skips (``#ifdef __cplusplus``, ``#if U_SHOW_CPLUSPLUS_API``)."""
     block_end: bytes = b""
     """What each ``}`` of the closers becomes in one more try: C's ``} _;`` ends a struct, union or enum body
     that waits for a member's or a typedef's name and its ``;`` (and is an empty statement elsewhere)."""
@@ -123,6 +126,9 @@ _TEMPLATE_MACRO = re.compile(rb"(?<=[<,])\s*([A-Z][A-Z0-9]*_[A-Z0-9_]*[ \t]*\(" 
                              rb"(?=\s*[>,])")
 """A macro call as a template parameter (``template <typename T, FMT_ENABLE_IF(!is_x<T>::value)>``), read as
 a name."""
+_CPP_LINE = re.compile(rb"[ \t]*(?:namespace(?:[ \t]+\w+)?[ \t]*\{|template[ \t]*<|using[ \t]+namespace\b"
+                       rb"|extern[ \t]+\"C\+\+\"|class[ \t]+\w+(?:[ \t]+\w+)?[ \t]*(?:final[ \t]*)?[:{])")
+"""A line only C++ has: a namespace, a template, a class."""
 _C_STRINGS = re.compile(
     rb"/\*.*?(?:\*/|\Z)|//[^\n]*|(?<!\w)(?:u8|[uUL])?R\"([^()\\ \t\n]{0,16})\(.*?(?:\)\1\"|\Z)"
     rb"|'(?:[^'\\\n]|\\.){1,8}'|\"(?:[^\"\\\n]|\\.)*[\"\n]", re.DOTALL)
@@ -174,8 +180,8 @@ GRAMMARS: dict[str, Grammar] = {
         Grammar("java", "tree_sitter_java", "language", (BLOCK_COMMENT_END, '"""', '"'), followers=_FOLLOWERS,
                 terminator=";"),
         Grammar("c", "tree_sitter_c", "language", _C_LIKE, followers=_C_FOLLOWERS,
-                terminator=";", conditionals=True, block_end=b"} _;", line_strings=_C_STRINGS,
-                statement_lines=True),
+                terminator=";", conditionals=True, foreign=_CPP_LINE, block_end=b"} _;",
+                line_strings=_C_STRINGS, statement_lines=True),
         Grammar("cpp", "tree_sitter_cpp", "language", (*_C_LIKE, ')"'), followers=_CPP_FOLLOWERS,
                 terminator=";", conditionals=True, block_end=b"} _;", fillers=_TEMPLATE_HEADS,
                 stand_ins=((_MEMBER_OPERATOR, b"_"), (_DEFAULTED_POINTER, b" "), (_DECLTYPE_LIST, b"_"),

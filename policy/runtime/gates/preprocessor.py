@@ -66,12 +66,15 @@ _MACRO_SPAN = 4096
 """The longest macro call blanked, in bytes."""
 
 
-def blank_conditionals(data: bytes) -> bytes:
-    """``data`` with its conditional directives and all branches but the compiled-looking one blanked."""
+def blank_conditionals(data: bytes, foreign: re.Pattern[bytes] | None = None) -> bytes:
+    """``data`` with its conditional directives and all branches but the compiled-looking one blanked; a
+    branch with a line ``foreign`` matches (C++ in a C header) is one a compiler of this language skips."""
     lines = data.splitlines(keepends=True)
+    skipped = _foreign_branches(lines, foreign) if foreign is not None else set()
     out: list[bytes] = []
     open_branches: list[list[bool]] = []
     """Per open conditional: [a branch was kept, the branch being read is blanked]."""
+    branches = 0
     continued = False
     for line in lines:
         if continued:
@@ -84,18 +87,46 @@ def blank_conditionals(data: bytes) -> bytes:
             continue
         keyword = found.group(1)
         if keyword in (b"if", b"ifdef", b"ifndef"):
-            never = keyword == b"if" and _FALSE.match(found.group(2)) is not None
+            branches += 1
+            never = (keyword == b"if" and _FALSE.match(found.group(2)) is not None) or branches in skipped
             open_branches.append([not never, never])
         elif keyword == b"endif":
             if open_branches:
                 open_branches.pop()
         elif open_branches:
+            branches += 1
             branch = open_branches[-1]
-            branch[1] = branch[0]
-            branch[0] = True
+            branch[1] = branch[0] or branches in skipped
+            branch[0] = not branch[1] or branch[0]
         out.append(_blank(line))
         continued = line.rstrip(b"\r\n").endswith(b"\\")
     return b"".join(out)
+
+
+def _foreign_branches(lines: list[bytes], foreign: re.Pattern[bytes]) -> set[int]:
+    """The numbers (in order, from 1) of the branches that hold a line ``foreign`` matches outside a nested
+    conditional."""
+    found: set[int] = set()
+    current: list[int] = []
+    branches = 0
+    continued = False
+    for line in lines:
+        directive = None if continued else _DIRECTIVE.match(line)
+        if directive is not None:
+            keyword = directive.group(1)
+            if keyword == b"endif":
+                if current:
+                    current.pop()
+            elif keyword in (b"if", b"ifdef", b"ifndef") or current:
+                branches += 1
+                if keyword.startswith(b"if"):
+                    current.append(branches)
+                else:
+                    current[-1] = branches
+        elif not continued and current and foreign.match(line):
+            found.add(current[-1])
+        continued = line.rstrip(b"\r\n").endswith(b"\\")
+    return found
 
 
 def directives_only(data: bytes) -> bytes:

@@ -104,7 +104,7 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> 
             complete, data = ("incomplete", cut) if cut != data else (complete, data)
         conditions = [site for site in error_sites(tree_parser.parse(directives_only(data)))
                       if site.start < len(data)]
-        data = blank_macro_calls(blank_conditionals(data))
+        data = blank_macro_calls(blank_conditionals(data, grammar.foreign))
     if grammar.stand_ins or grammar.conditionals:
         data = _stand_in(data, grammar)
         tree = tree_parser.parse(data)
