@@ -43,6 +43,8 @@ def status(language: str, text: str, before: str | None = None) -> str:
     # a macro after a parameter list: a trailing return type, an attribute
     ("cpp", "template <typename T>\nauto begin(T&& r) FMT_DECLTYPE_RETURN(static_cast<T&&>(r).begin());\n",
      "template <typename T>\nauto begin(T&& r) FMT_DECLTYPE_RETURN(static_cast<T&&>(r).begin();\nint x;\n"),
+    ("c", "struct s {\n  unsigned int __g_refs[2] __LOCK_ALIGNMENT;\n  int __data __ONCE_ALIGNMENT;\n};\n",
+     "struct s {\n  unsigned int __g_refs[2] __LOCK_ALIGNMENT;\n  int __data __ONCE_ALIGNMENT;\n;\nint x;\n"),
     ("c", "extern int ftime (struct timeb *t)\n  __nonnull ((1)) __THROW;\nint x;\n",
      "extern int ftime (struct timeb *t\n  __nonnull ((1)) __THROW;\nint x;\n"),
 ])

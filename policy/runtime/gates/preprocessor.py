@@ -59,6 +59,8 @@ _TRAILING_ATTRIBUTE = re.compile(rb"[)\]][ \t]*(?:\r?\n[ \t]*)?(" + _ATTRIBUTE_N
 ``__nonnull ((1))``, ``__LOCK_ALIGNMENT``, fmt's ``FMT_DECLTYPE_RETURN(…)``): an attribute or a trailing
 return type, blanked with its arguments."""
 _DECLARATION_END = frozenset(b";,{=")
+_ALIGNMENT_MACRO = re.compile(rb"\b([A-Za-z_]\w*)[ \t]+(__[A-Z][A-Z0-9_]*)(?=[ \t]*[;,=])")
+"""An implementation's all-caps macro after a declarator's name (glibc's ``int __data __ONCE_ALIGNMENT;``)."""
 _TAG = re.compile(rb"(?:class|struct|union|enum)[ \t]+$")
 _CONTINUATION = frozenset(b".-+*/%&|^<>=?:,")
 """What the line after a macro call without ``;`` may not start with (``ON_CALL(…)\n.Will…``)."""
@@ -202,6 +204,9 @@ def blank_macro_calls(data: bytes) -> bytes:
             _blank_span(out, found.start(1), found.end(1))
     for found in filter(code, _TRAILING_ATTRIBUTE.finditer(data)):
         _blank_attributes(data, out, found.start(1), data[found.start()] == 41)
+    for found in filter(code, _ALIGNMENT_MACRO.finditer(data)):
+        if found.group(1) not in _KEYWORDS:
+            _blank_span(out, found.start(2), found.end(2))
     for found in filter(code, _MACRO_CALL.finditer(data)):
         end = _balanced_end(data, found.end() - 1)
         if end is None or _continues_declaration(out, found.start(1)):
