@@ -30,6 +30,13 @@ def status(language: str, text: str, before: str | None = None) -> str:
      "  bool g() { return a.operator bool(); }\n};\n",
      "struct R {\n  int f(int n) { return *(this->operator+(n); }\n"
      "  bool g() { return a.operator bool(); }\n};\n"),
+    # a switch whose body is one statement
+    ("cpp", "void f() {\n  switch (0)\n  default:\n    g();\n}\n",
+     "void f() {\n  switch (0)\n  default:\n    g(;\n}\n"),
+    ("c", "void f(void) {\n  switch (a) case 1: g();\n}\n", "void f(void) {\n  switch (a) case 1: g(;\n}\n"),
+    # a macro call with statements in its arguments
+    ("cpp", "void f() {\n  ASSERT_DEATH(LOG(INFO) << \"a\"; return, \"\")\n      << \"b\";\n}\n",
+     "void f() {\n  ASSERT_DEATH(LOG(INFO) << \"a\"; return, \"\")\n      << \"b\";\n  g(;\n}\n"),
     # macro calls after a line that a comment ends
     ("cpp", "K_(char, kInt);  // NOLINT\nK_(short, kInt);  // NOLINT\nK_(int, kInt);\n",
      "K_(char, kInt);  // NOLINT\nK_(short, kInt);  // NOLINT\nint f(;\nK_(int, kInt);\n"),

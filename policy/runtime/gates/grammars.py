@@ -126,6 +126,9 @@ _TEMPLATE_MACRO = re.compile(rb"(?<=[<,])\s*([A-Z][A-Z0-9]*_[A-Z0-9_]*[ \t]*\(" 
                              rb"(?=\s*[>,])")
 """A macro call as a template parameter (``template <typename T, FMT_ENABLE_IF(!is_x<T>::value)>``), read as
 a name."""
+_BARE_SWITCH = re.compile(rb"\bswitch\s*\(" + _NESTED + rb"*\)(?=\s*[^\s{])")
+"""A ``switch`` whose body is one statement (``switch (0) default: f();``), valid C that tree-sitter-c and
+tree-sitter-cpp reject: read as the statement alone."""
 _CPP_LINE = re.compile(rb"[ \t]*(?:namespace(?:[ \t]+\w+)?[ \t]*\{|template[ \t]*<|using[ \t]+namespace\b"
                        rb"|extern[ \t]+\"C\+\+\"|class[ \t]+\w+(?:[ \t]+\w+)?[ \t]*(?:final[ \t]*)?[:{])")
 """A line only C++ has: a namespace, a template, a class."""
@@ -181,11 +184,11 @@ GRAMMARS: dict[str, Grammar] = {
                 terminator=";"),
         Grammar("c", "tree_sitter_c", "language", _C_LIKE, followers=_C_FOLLOWERS,
                 terminator=";", conditionals=True, foreign=_CPP_LINE, block_end=b"} _;",
-                line_strings=_C_STRINGS, statement_lines=True),
+                stand_ins=((_BARE_SWITCH, b" "),), line_strings=_C_STRINGS, statement_lines=True),
         Grammar("cpp", "tree_sitter_cpp", "language", (*_C_LIKE, ')"'), followers=_CPP_FOLLOWERS,
                 terminator=";", conditionals=True, block_end=b"} _;", fillers=_TEMPLATE_HEADS,
                 stand_ins=((_MEMBER_OPERATOR, b"_"), (_DEFAULTED_POINTER, b" "), (_DECLTYPE_LIST, b"_"),
-                           (_TEMPLATE_MACRO, b"_")),
+                           (_TEMPLATE_MACRO, b"_"), (_BARE_SWITCH, b" ")),
                 line_strings=_C_STRINGS, statement_lines=True, misread=_CPP_MISREAD),
         Grammar(
             "ruby", "tree_sitter_ruby", "language", ('"', "'", "`", "\n=end\n"),

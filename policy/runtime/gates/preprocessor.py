@@ -63,7 +63,8 @@ _ALIGNMENT_MACRO = re.compile(rb"\b([A-Za-z_]\w*)[ \t]+(__[A-Z][A-Z0-9_]*)(?=[ \
 """An implementation's all-caps macro after a declarator's name (glibc's ``int __data __ONCE_ALIGNMENT;``)."""
 _TAG = re.compile(rb"(?:class|struct|union|enum)[ \t]+$")
 _CONTINUATION = frozenset(b".-+*/%&|^<>=?:,")
-"""What the line after a macro call without ``;`` may not start with (``ON_CALL(…)\n.Will…``)."""
+"""What the line after a macro call without ``;`` starts with when the call is an operand
+(``ON_CALL(…)\n.Will…``, ``ASSERT_DEATH(…)\n<< "…"``): the call is read as a name then."""
 _MACRO_SPAN = 4096
 """The longest macro call blanked, in bytes."""
 
@@ -212,9 +213,12 @@ def blank_macro_calls(data: bytes) -> bytes:
         if end is None or _continues_declaration(out, found.start(1)):
             continue
         rest = _LINE_REST.match(data, end)
-        if rest is None or (not rest.group(1) and rest.group(2) and rest.group(2)[0] in _CONTINUATION):
+        if rest is None:
             continue
-        _blank_span(out, found.start(1), end)
+        if not rest.group(1) and rest.group(2) and rest.group(2)[0] in _CONTINUATION:
+            out[found.start(1) : end] = _NOT_NEWLINE.sub(b"_", data[found.start(1) : end])  # an operand
+        else:
+            _blank_span(out, found.start(1), end)
     return bytes(out)
 
 
@@ -307,8 +311,10 @@ def _blank_span(out: bytearray, start: int, end: int) -> None:
 
 
 def _balanced_end(data: bytes, start: int) -> int | None:
-    """The offset after the ``)`` matching the ``(`` at ``start``, skipping strings and comments."""
+    """The offset after the ``)`` matching the ``(`` at ``start``, skipping strings and comments; a ``;``
+    only on the line the ``)`` ends (``ASSERT_DEATH(f(); return, "")``), no brace."""
     depth, index, limit = 0, start, min(len(data), start + _MACRO_SPAN)
+    statement = False
     while index < limit:
         byte = data[index]
         if byte in b"\"'":
@@ -329,7 +335,9 @@ def _balanced_end(data: bytes, start: int) -> int | None:
             depth -= 1
             if depth == 0:
                 return index + 1
-        elif byte in b";{}":
+        elif byte == 59:
+            statement = True
+        elif byte in b"{}" or (byte == 10 and statement):
             return None
         index += 1
     return None
