@@ -68,10 +68,16 @@ def fast_parse(text: str, path: str, pattern: re.Pattern[str],
 
 
 def _tokens(text: str, pattern: re.Pattern[str]) -> Iterator[Token]:
+    """The text's tokens; a name written many times (``hint``, ``match``) is one string, not one each."""
     terminals = {index: name for name, index in pattern.groupindex.items()}
+    names: dict[str, str] = {}
     for match in pattern.finditer(text):
         index = match.lastindex or 0  # 0 (no group) is not a terminal
         kind = terminals.get(index)
+        if kind == "NAME":
+            name = match.group(index)
+            yield kind, names.setdefault(name, name), match.start(index)
+            continue
         if kind == "WS" or kind == "COMMENT":
             continue
         if kind == "BAD" or kind is None:
