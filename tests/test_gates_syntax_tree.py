@@ -140,6 +140,12 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     ("php", "<?php\n$a = foo(\n  1,\n  2\n"),                     # a call at top level: `);` to come
     ("rust", "const X: &[u8] = &[\n  1,\n"),
     ("tsx", "import type {\n  DefaultError,\n  InfiniteData,\n"),
+    ("typescript", "export const f = <\n  TData,\n  TError,\n"),   # a generic arrow function's `<`
+    ("typescript", "export type V<T> = T extends { kind: 'N' }\n"),  # a conditional type: `? :` to come
+    ("typescript", "type V<T> = T extends A\n  ? T extends { v: infer V }\n    ? V\n"),  # `: _ : _`
+    ("typescript", "type P<T> = T extends Z<infer S> ? Z<{\n  [K in keyof S]: P<S[K]>;\n"),  # `}>`
+    ("rust", 'fn t() {\n    snapshot!(f, @r###"\n    File {\n        s: Some("#!/x"),\n'),  # `"###` to come
+    ("rust", "fn f(n: u8) -> u8 {\n    match n {\n        0 => 1,\n        #[cfg(x)]\n"),  # an arm to come
 ])
 def test_incomplete_prefixes_of_other_languages(language: str, prefix: str, policy: CompiledPolicy) -> None:
     assert write(policy, f"m.{EXTENSIONS[language]}", prefix).metadata.get("incomplete") is True
@@ -160,6 +166,10 @@ def test_an_error_followed_by_more_text_blocks_even_in_a_prefix(policy: Compiled
     ("ruby", "def as_json\n  {\n    'o' => options,\n\n  end\n", 5),  # a finished last line: `end` in a hash
     ("css", ':root {\n  --font: a, "Segoe UI, Roboto;\n  --b: 1;\n}\n', 2),  # a line break ends a CSS string
     ("php", "<?php\nclass A {\n  function f() {\n    $x = 1;\n\n  public function g()\n", 6),
+    ("typescript", "type P<T> = T extends Z<infer S> ? Z<{\n  a: (1;\n  b: 2;\n", 2),  # `}>` closes no `(`
+    ("typescript", "const f = <T,>(a: T) => a ? (b;\nconst g = 1;\n", 1),
+    ("rust", 'fn t() {\n    let a = r#"x"#;\n    let b = (1;\n    s!(f, @r##"\n    F {\n', 3),
+    ("rust", "fn f(n: u8) -> u8 {\n    match n {\n        0 => (1,\n        2 => 3,\n        #[cfg(x)]\n", 4),
 ])
 def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str, line: int,
                                                        policy: CompiledPolicy) -> None:

@@ -284,8 +284,8 @@ def _read_private(path: Path) -> bytes | None:
         return handle.read()
 
 
-def _rebuild(cls: type, values: tuple[Any, ...]) -> Any:
-    return cls(*values)
+def _rebuild(cls: type, values: dict[str, Any]) -> Any:
+    return cls(**values)
 
 
 def _read_only(mapping: dict[str, Any]) -> Mapping[str, Any]:
@@ -303,7 +303,7 @@ class _PolicyPickler(pickle.Pickler):
         if isinstance(obj, MappingProxyType):
             return _read_only, (dict(obj),)
         if is_dataclass(obj) and not isinstance(obj, type):
-            values = tuple(getattr(obj, f.name) for f in fields(obj) if f.init)
+            values = {f.name: getattr(obj, f.name) for f in fields(obj) if f.init}
             return _rebuild, (type(obj), values)
         return NotImplemented
 

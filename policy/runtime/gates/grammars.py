@@ -50,6 +50,9 @@ class Grammar:
     """Text tried after the closers (JavaScript's ``({ a, b = {} })`` waiting for its ``=> body``)."""
     heredoc: re.Pattern[bytes] | None = None
     """An opener whose group 2 is the terminator a heredoc still open at the end waits for."""
+    raw_string: re.Pattern[bytes] | None = None
+    """A raw string's opener whose group 1 its closing quote repeats: the last one gives one more tail (Rust's
+    ``r###"`` closes with ``"###``)."""
     stand_ins: tuple[tuple[re.Pattern[bytes], bytes], ...] = ()
     """Valid constructs the grammar cannot parse and the byte each byte of their group 1 (or of the whole
     match) becomes: an identifier or separator of the same length."""
@@ -60,6 +63,9 @@ class Grammar:
     broken whatever follows (CSS), though the grammar reads it on to the end of the text."""
     conditionals: bool = False
     """C's preprocessor conditionals: one branch of each is parsed (``policy.runtime.gates.preprocessor``)."""
+    angles: bool = False
+    """``<`` … ``>`` of type arguments are brackets too: closed in a second try, since a ``<`` in a broken
+    region may be a comparison (``Fn<{`` closes as ``}>``)."""
 
 
 _FOR_DO = re.compile(rb"\bfor[ \t]+\w+([ \t])[ \t]*do\b")
@@ -77,8 +83,9 @@ _NTH_ARGUMENT = re.compile(rb":nth-(?:last-)?(?:child|of-type)\(([^()\n]*)\)")
 _JS_ENDINGS = (b" => {}", b" from ''")
 """An arrow function's parameters waiting for ``=> body``; an import list (``import {\n  A,``) waiting for
 ``from``."""
-_TYPE_ARGUMENTS = (b">", b" _>", b">() {}", b"> = _")
-"""A type's argument list still open (``Fn<\n  Date,``): ``<`` is no bracket to the closers."""
+_TYPE_ARGUMENTS = (b">", b" _>", b">() {}", b">() => {}", b"> = _", b" ? _ : _")
+"""A type's argument list still open (``Fn<\n  Date,``, a generic arrow function's ``<T,``); a conditional
+type waiting for its ``?`` (``T extends U``)."""
 _PHP_STRING_KEY = re.compile(rb"\$[A-Za-z_]\w*\[([A-Za-z_]\w*)\]")
 """``"$frame[class]"``: an array key written bare in a string, which tree-sitter-php 0.25 rejects when it is
 a keyword (matched outside strings too: there PHP rejects it, and the gate misses that error)."""
@@ -89,11 +96,15 @@ _BARE_ANGLE = re.compile(rb"(?<=>)[^<>\"']*(>)")
 no ``<`` and no quote since the last ``>``."""
 _ESCAPED_ANGLE = re.compile(rb"&(?:lt|#60|#x3[cC]);[^<>&\n]{0,200}(>)")
 """A ``>`` in text after an escaped ``<`` (``&#x3C;string>``): valid HTML that tree-sitter-html rejects."""
+_RUST_ATTRIBUTED = (b" _ => {}", b" fn _f() {}", b" _f: ()", b" _f")
+"""What an attribute at the end (``#[cfg(x)]``) may wait for: a match arm, an item, a field, a variant."""
 _RUBY_BLOCKS = ("def", "class", "module", "do", "begin", "case", "if", "unless", "while", "until", "for")
 _C_LIKE = (BLOCK_COMMENT_END, '"')
 _DO_WHILE = {"do": (frozenset({"while"}), " while (0);")}
 _FOLLOWERS = MappingProxyType({"try": (frozenset({"catch", "finally"}), " finally {}"), **_DO_WHILE})
 """``try`` … ``catch``/``finally`` and ``do`` … ``while``: JavaScript, TypeScript, Java, PHP."""
+_TS_FOLLOWERS = MappingProxyType({**_FOLLOWERS, "?": (frozenset({":"}), " : _")})
+"""TypeScript's also: a ``?`` of a conditional type or expression waiting for its ``:``."""
 _C_FOLLOWERS = MappingProxyType(_DO_WHILE)
 _CPP_FOLLOWERS = MappingProxyType({"try": (frozenset({"catch"}), " catch (...) {}"), **_DO_WHILE})
 _JS_TAILS = (BLOCK_COMMENT_END, "`", '"', "'")
@@ -104,12 +115,13 @@ GRAMMARS: dict[str, Grammar] = {
         Grammar("javascript", "tree_sitter_javascript", "language", _JS_TAILS, followers=_FOLLOWERS,
                 endings=_JS_ENDINGS),
         Grammar("typescript", "tree_sitter_typescript", "language_typescript", _JS_TAILS,
-                followers=_FOLLOWERS, endings=_JS_ENDINGS, fillers=_TYPE_ARGUMENTS,
-                stand_ins=((_IMPORT_TYPE, b"_"),)),
-        Grammar("tsx", "tree_sitter_typescript", "language_tsx", _JS_TAILS, followers=_FOLLOWERS,
-                endings=_JS_ENDINGS, fillers=_TYPE_ARGUMENTS, stand_ins=((_IMPORT_TYPE, b"_"),)),
+                followers=_TS_FOLLOWERS, endings=_JS_ENDINGS, fillers=_TYPE_ARGUMENTS,
+                stand_ins=((_IMPORT_TYPE, b"_"),), angles=True),
+        Grammar("tsx", "tree_sitter_typescript", "language_tsx", _JS_TAILS, followers=_TS_FOLLOWERS,
+                endings=_JS_ENDINGS, fillers=_TYPE_ARGUMENTS, stand_ins=((_IMPORT_TYPE, b"_"),), angles=True),
         Grammar("go", "tree_sitter_go", "language", (*_C_LIKE, "`")),
-        Grammar("rust", "tree_sitter_rust", "language", (*_C_LIKE, '"#', '"##'), terminator=";"),
+        Grammar("rust", "tree_sitter_rust", "language", _C_LIKE, terminator=";", fillers=_RUST_ATTRIBUTED,
+                raw_string=re.compile(rb'(?<!\w)[bc]?r(#+)"')),
         Grammar("java", "tree_sitter_java", "language", (BLOCK_COMMENT_END, '"""', '"'), followers=_FOLLOWERS,
                 terminator=";"),
         Grammar("c", "tree_sitter_c", "language", _C_LIKE, followers=_C_FOLLOWERS,

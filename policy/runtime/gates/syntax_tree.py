@@ -40,6 +40,8 @@ _CLOSERS = frozenset({")", "]", "}", "))"})
 _OPENING_TAGS = ("jsx_opening_element", "start_tag")
 _TAGS = (*_OPENING_TAGS, "jsx_closing_element", "end_tag")
 """The tags whose closing ``>`` opens or closes an element (JSX, HTML)."""
+_TYPE_LISTS = frozenset({"type_arguments", "type_parameters"})
+_ANGLES_CLOSED = frozenset({">", ">>", ">>>"})
 _VOID_ELEMENTS = frozenset(f"</{name}>" for name in (
     "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"))
 FILLERS = (b" _", b" _;", b" : _", b" {}")
@@ -130,12 +132,18 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any) -> 
     statement_end = (grammar.terminator.encode(),) if grammar.terminator else ()
     for filler in (b"", *FILLERS, *grammar.fillers, *statement_end):
         yield filler + close, False
+    angled = closers(tree, grammar, angles=True) if grammar.angles else close
+    if angled != close:
+        for filler in (b"", b" _"):
+            yield filler + angled, False
     for ending in (*grammar.endings, *statement_end):
         yield close + ending, False
-    for tail in grammar.tails:
+    raw = _open_raw_string(grammar, data)
+    for tail in (*grammar.tails, *raw):
         with_tail = data + tail.encode()
         tail_tree = tree_parser.parse(with_tail)
-        if _closes_open_token(tail_tree, len(data), len(with_tail)):
+        # a raw string open at the end is no token to a tree in error recovery: its opener tells
+        if tail in raw or _closes_open_token(tail_tree, len(data), len(with_tail)):
             close = closers(tail_tree, grammar)
             yield tail.encode() + close, True
             if statement_end and close:
@@ -147,6 +155,19 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any) -> 
             close = closers(tree_parser.parse(data + terminator), grammar)
             for filler in (b"", b";"):
                 yield terminator + filler + close, True
+
+
+def _open_raw_string(grammar: Grammar, data: bytes) -> tuple[str, ...]:
+    """The closing quote of the text's last raw-string opener when the text does not close it."""
+    if grammar.raw_string is None:
+        return ()
+    last = None
+    for last in grammar.raw_string.finditer(data):  # noqa: B007 (the last opener is wanted)
+        pass
+    if last is None:
+        return ()
+    quote = b'"' + last.group(1)
+    return () if data.find(quote, last.end()) >= 0 else (quote.decode(),)
 
 
 def _closes_open_token(tree: Any, content_end: int, tail_end: int) -> bool:
@@ -193,13 +214,14 @@ def error_sites(tree: Any) -> Iterator[Site]:
             stack.extend(reversed(node.children))
 
 
-def closers(tree: Any, grammar: Grammar) -> bytes:
-    """The closing brackets and keywords for every block still open at the end, innermost first."""
+def closers(tree: Any, grammar: Grammar, angles: bool = False) -> bytes:
+    """The closing brackets and keywords for every block still open at the end, innermost first; with
+    ``angles``, type arguments' ``<`` too (``_angle``)."""
     stack: list[str] = []
     cursor = tree.walk()
     while True:
         node = cursor.node
-        if node.child_count == 0 and not node.is_missing:
+        if node.child_count == 0 and not node.is_missing and not (angles and _angle(stack, node)):
             _track(stack, node, grammar)
         if cursor.goto_first_child():
             continue
@@ -213,6 +235,24 @@ def closers(tree: Any, grammar: Grammar) -> bytes:
                                (")", "]") else entry for index, entry in enumerate(entries)]
                 text = separator.join(entries)
                 return (separator + text).encode() if stack else b""
+
+
+def _angle(stack: list[str], node: Any) -> bool:
+    """Track ``node`` if it is an angle bracket of type arguments: a ``<`` of ``type_arguments`` or
+    ``type_parameters``, or one in an error right after a name (``Fn<``); a ``>`` closing one."""
+    kind = node.type
+    if kind == "<":
+        parent, previous = node.parent, node.prev_sibling
+        if parent is not None and (parent.type in _TYPE_LISTS or (
+                parent.is_error and previous is not None and previous.end_byte == node.start_byte)):
+            stack.append(">")
+            return True
+    elif kind in _ANGLES_CLOSED and stack and stack[-1] == ">":
+        for _ in kind:
+            if stack and stack[-1] == ">":
+                stack.pop()
+        return True
+    return False
 
 
 def _track(stack: list[str], node: Any, grammar: Grammar) -> None:
