@@ -150,9 +150,9 @@ class _Reader:
                         raise _GiveUp
                     scalar = self.leaf(self.advance())
                     assert isinstance(scalar, ast.Name | ast.String | ast.Number)
-                    value = ast.Pair(lines=lines, start=key[2], end=scalar.end, key=key[1], value=scalar)
+                    value = ast.Pair(lines, key[2], scalar.end, key[1], scalar)
                 else:
-                    value = ast.Name(lines=lines, start=key[2], end=key[2] + len(key[1]), value=key[1])
+                    value = ast.Name(lines, key[2], key[2] + len(key[1]), key[1])
             elif kind == "LBRACE":
                 opening = self.open(depth)
                 if self.token[0] == "STRING":
@@ -171,7 +171,7 @@ class _Reader:
                 raise _GiveUp
             values.append(value)
             end = value.end
-        return ast.Statement(lines=lines, start=start, end=end, name=head[1], values=values, block=block)
+        return ast.Statement(lines, start, end, head[1], values, block)
 
     def open(self, depth: int) -> int:
         """Consume an opening bracket (and a separator after it); its offset."""
@@ -187,7 +187,7 @@ class _Reader:
 
     def block(self, opening: int, depth: int) -> ast.Block:
         statements = self.statements("RBRACE", depth)
-        return ast.Block(lines=self.lines, start=opening, end=self.close(), statements=statements)
+        return ast.Block(self.lines, opening, self.close(), statements)
 
     # JSON literals
 
