@@ -63,6 +63,13 @@ class Grammar:
     broken whatever follows (CSS), though the grammar reads it on to the end of the text."""
     conditionals: bool = False
     """C's preprocessor conditionals: one branch of each is parsed (``policy.runtime.gates.preprocessor``)."""
+    block_end: bytes = b""
+    """What each ``}`` of the closers becomes in one more try: C's ``} _;`` ends a struct, union or enum body
+    that waits for a member's or a typedef's name and its ``;`` (and is an empty statement elsewhere)."""
+    misread: str = ""
+    """A tree-sitter query for what the grammar accepts though no valid text holds it: a capture ``@brace``
+    is a ``}`` missing before the node, ``@unexpected`` an unexpected node (checked once a text has an error,
+    so the valid path stays one parse)."""
     angles: bool = False
     """``<`` … ``>`` of type arguments are brackets too: closed in a second try, since a ``<`` in a broken
     region may be a comparison (``Fn<{`` closes as ``}>``)."""
@@ -96,6 +103,45 @@ _BARE_ANGLE = re.compile(rb"(?<=>)[^<>\"']*(>)")
 no ``<`` and no quote since the last ``>``."""
 _ESCAPED_ANGLE = re.compile(rb"&(?:lt|#60|#x3[cC]);[^<>&\n]{0,200}(>)")
 """A ``>`` in text after an escaped ``<`` (``&#x3C;string>``): valid HTML that tree-sitter-html rejects."""
+_MEMBER_OPERATOR = re.compile(
+    rb"(?:->|\.)[ \t]*(operator\b[ \t]*"
+    rb"(?:\(\)|\[\]|->\*?|(?:new|delete)\b(?:\[\])?|[-+*/%^&|~!=<>,]{1,3}|[A-Za-z_]\w*))")
+"""An operator called by name through ``->`` or ``.`` (``this->operator+(n)``, ``a.operator bool()``), which
+tree-sitter-cpp 0.23 does not parse."""
+_DEFAULTED_POINTER = re.compile(rb"(?<=[\w>])[ \t]*(\*)(?=(?:\s|/\*(?:[^*]|\*(?!/)){0,200}\*/)+=(?!=))")
+"""An unnamed pointer with a default (``typename std::enable_if<…>::type* = nullptr``, a parameter or a
+template parameter), which tree-sitter-cpp 0.23 does not parse; read without its ``*``."""
+_NESTED = rb"(?:[^();{}]|\((?:[^();{}]|\([^();{}]*\))*\))"
+_DECLTYPE_LIST = re.compile(rb"\bdecltype\s*\((" + _NESTED.replace(b"[^();{}]", b"[^(),;{}]", 1) + rb"*,"
+                            + _NESTED + rb"*)\)")
+"""``decltype((void)p->find('a'), int())``: a comma expression, which tree-sitter-cpp 0.23 does not parse in
+a ``decltype``; read as a name."""
+_TEMPLATE_MACRO = re.compile(rb"(?<=[<,])\s*([A-Z][A-Z0-9]*_[A-Z0-9_]*[ \t]*\(" + _NESTED + rb"*\))"
+                             rb"(?=\s*[>,])")
+"""A macro call as a template parameter (``template <typename T, FMT_ENABLE_IF(!is_x<T>::value)>``), read as
+a name."""
+_C_STRINGS = re.compile(
+    rb"/\*.*?(?:\*/|\Z)|//[^\n]*|(?<!\w)(?:u8|[uUL])?R\"([^()\\ \t\n]{0,16})\(.*?(?:\)\1\"|\Z)"
+    rb"|'(?:[^'\\\n]|\\.){1,8}'|\"(?:[^\"\\\n]|\\.)*[\"\n]", re.DOTALL)
+"""C's comments, C++ raw strings, character literals and strings: a string a line break ends is broken (a
+backslash before the break continues it)."""
+_TEMPLATE_HEADS = (b" struct _;", b"> struct _;", b" _> struct _;", b">> struct _;", b" _>> struct _;")
+"""A template header waiting for its declaration, maybe cut inside its parameters (``template <typename T,
+typename E = std::is_void<``): ``<`` is no bracket to the closers."""
+_CPP_MISREAD = """
+(compound_statement (function_definition type: (_)) @brace)
+(_ name: [(type_identifier) @class (template_type name: (type_identifier) @class)]
+   body: (field_declaration_list
+     (function_definition !type declarator: (function_declarator declarator: (identifier) @brace)))
+   (#not-eq? @brace @class))
+(function_definition declarator: (function_declarator declarator: (identifier) @unexpected)
+   (#eq? @unexpected "catch"))
+(initializer_list (identifier) @unexpected (#eq? @unexpected "const"))
+"""
+"""What tree-sitter-cpp 0.23 accepts after a deleted ``}`` or ``)``: a function defined inside the one before
+(no C++ has that, unlike GNU C), a member function with no type that is no constructor (``TEST_F(A, B) {``
+inside ``class A {``), ``catch (…) {`` inside a ``try`` block read as a function named ``catch``, ``const`` in
+a block read as braces (``TEST(A, B {`` … ``const T x;``)."""
 _RUST_ATTRIBUTED = (b" _ => {}", b" fn _f() {}", b" _f: ()", b" _f")
 """What an attribute at the end (``#[cfg(x)]``) may wait for: a match arm, an item, a field, a variant."""
 _RUBY_BLOCKS = ("def", "class", "module", "do", "begin", "case", "if", "unless", "while", "until", "for")
@@ -125,9 +171,12 @@ GRAMMARS: dict[str, Grammar] = {
         Grammar("java", "tree_sitter_java", "language", (BLOCK_COMMENT_END, '"""', '"'), followers=_FOLLOWERS,
                 terminator=";"),
         Grammar("c", "tree_sitter_c", "language", _C_LIKE, followers=_C_FOLLOWERS,
-                terminator=";", conditionals=True),
+                terminator=";", conditionals=True, block_end=b"} _;", line_strings=_C_STRINGS),
         Grammar("cpp", "tree_sitter_cpp", "language", (*_C_LIKE, ')"'), followers=_CPP_FOLLOWERS,
-                terminator=";", conditionals=True),
+                terminator=";", conditionals=True, block_end=b"} _;", fillers=_TEMPLATE_HEADS,
+                stand_ins=((_MEMBER_OPERATOR, b"_"), (_DEFAULTED_POINTER, b" "), (_DECLTYPE_LIST, b"_"),
+                           (_TEMPLATE_MACRO, b"_")),
+                line_strings=_C_STRINGS, misread=_CPP_MISREAD),
         Grammar(
             "ruby", "tree_sitter_ruby", "language", ('"', "'", "`", "\n=end\n"),
             keywords=MappingProxyType(dict.fromkeys(_RUBY_BLOCKS, "end")),

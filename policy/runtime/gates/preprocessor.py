@@ -12,16 +12,50 @@ that the text keeps its length and every error its line and column.
 
 from __future__ import annotations
 
+import bisect
 import re
 
+_DIRECTIVE_START = re.compile(rb"^[ \t]*#", re.MULTILINE)
 _DIRECTIVE = re.compile(rb"[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b(.*)")
+_FUNCTION_DEFINE = re.compile(rb"[ \t]*#[ \t]*define[ \t]+\w+\(")
+"""A function-like macro's definition: its parameter list is grammar, its body a token list."""
 _FALSE = re.compile(rb"\s*0\s*(?:/[/*].*)?$")
-_MACRO_NAME = rb"(?:[A-Z][A-Z0-9]*_[A-Za-z0-9_]*|[A-Z][A-Z0-9]+)"
-"""An upper-case name, or one with an underscore starting upper-case (``DECLARE_PEM_rw``)."""
+_MACRO_NAME = rb"(?:_*[A-Z][A-Z0-9]*_[A-Za-z0-9_]*|_*[A-Z][A-Z0-9]+)"
+"""An upper-case name, or one with an underscore starting upper-case (``DECLARE_PEM_rw``,
+``__BEGIN_DECLS``)."""
 _MACRO_CALL = re.compile(rb"^[ \t]*(" + _MACRO_NAME + rb"[ \t]*\()", re.MULTILINE)
-_LINE_REST = re.compile(rb"[ \t]*(;?)[ \t]*(?://[^\n]*)?(?:\r?\n|$)\s*(.?)")
+_LINE_REST = re.compile(
+    rb"[ \t]*(;?)[ \t]*(?://[^\n]*)?(?:\r?\n|$)\s*(?:(?:/\*.{0,2048}?\*/|//[^\n]*)\s*)*(.?)", re.DOTALL)
+"""What follows a macro call: a ``;``, and the first character after the comments of the next lines."""
 _MACRO_LINE = re.compile(rb"^[ \t]*(" + _MACRO_NAME + rb")[ \t]*$", re.MULTILINE)
 """A line that is only a macro's name (``FMT_BEGIN_NAMESPACE``)."""
+_ALL_CAPS = rb"[A-Z][A-Z0-9]*_[A-Z0-9_]*"
+_SPECIFIER_MACRO = re.compile(rb"(?<![\w.>:])(" + _ALL_CAPS + rb")[ \t]+"
+                              rb"(?=[A-Za-z_]\w*\b[ \t]*(?:[A-Za-z_(*&<]|::))")
+"""An all-caps name with an underscore before a type and a name (``GTEST_API_ void f();``, ``FMT_CONSTEXPR
+inline T f(``): an export or attribute macro, which expands to a specifier or to nothing."""
+_CLASS_MACRO = re.compile(rb"\b(?:class|struct|union)[ \t]+(" + _ALL_CAPS + rb")[ \t]+"
+                          rb"(?=[A-Za-z_]\w*\b\s*(?::(?!:)|\{|final\b))")
+"""The same in a class head (``class GTEST_API_ Cardinality {``)."""
+_BEFORE_TYPE = re.compile(rb"(?<![\w.>:])([A-Za-z_]\w*)[ \t]+"
+                          rb"(?=(?:void|char|short|int|long|float|double|signed|unsigned|bool|_Bool)\b)")
+"""A name before a basic type (``__owur int f(``, ``ossl_noreturn void g(``): no type or declarator comes
+there, so unless it is a keyword (``unsigned int``) it is a macro that expands to a specifier or nothing."""
+_KEYWORDS = frozenset(b"""
+alignas alignof asm auto bool break case catch char class co_await co_return co_yield concept const
+consteval constexpr constinit const_cast continue decltype default delete do double dynamic_cast
+else enum explicit export extern float for friend goto if inline int long mutable namespace new
+noexcept operator private protected public register reinterpret_cast requires restrict return short
+signed sizeof static static_assert static_cast struct switch template this thread_local throw try
+typedef typeid typename union unsigned using virtual void volatile while _Alignas _Alignof _Atomic
+_Bool _Noreturn _Static_assert _Thread_local""".split())
+_ATTRIBUTE_NAME = rb"(?:__\w+|" + _ALL_CAPS + rb")"
+_TRAILING_ATTRIBUTE = re.compile(rb"[)\]][ \t]*(?:\r?\n[ \t]*)?(" + _ATTRIBUTE_NAME + rb")")
+"""An implementation's name or an all-caps macro after a declarator's ``)`` or ``]`` (glibc's ``__THROW``,
+``__nonnull ((1))``, ``__LOCK_ALIGNMENT``, fmt's ``FMT_DECLTYPE_RETURN(…)``): an attribute or a trailing
+return type, blanked with its arguments."""
+_DECLARATION_END = frozenset(b";,{=")
+_TAG = re.compile(rb"(?:class|struct|union|enum)[ \t]+$")
 _CONTINUATION = frozenset(b".-+*/%&|^<>=?:,")
 """What the line after a macro call without ``;`` may not start with (``ON_CALL(…)\n.Will…``)."""
 _MACRO_SPAN = 4096
@@ -61,14 +95,16 @@ def blank_conditionals(data: bytes) -> bytes:
 
 
 def directives_only(data: bytes) -> bytes:
-    """``data`` with all but its ``#if``/``#elif`` lines blanked (an ``#elif`` read as an ``#if``) and one
-    ``#endif`` per such line after the end: the conditions' own errors keep their offsets."""
+    """``data`` with all but its ``#if``/``#elif`` lines and function-like ``#define`` lines blanked (an
+    ``#elif`` read as an ``#if``) and one ``#endif`` per ``#if`` after the end: the conditions' and
+    parameter lists' own errors keep their offsets, and a directive ends at its line's end, whatever the
+    code around it lacks."""
     out: list[bytes] = []
     opened = 0
     continued = False
     for line in data.splitlines(keepends=True):
         found = None if continued else _DIRECTIVE.match(line)
-        if continued:
+        if continued or (found is None and _FUNCTION_DEFINE.match(line)):
             out.append(line)
         elif found is None or found.group(1) in (b"else", b"endif"):
             out.append(_blank(line))
@@ -83,14 +119,48 @@ def directives_only(data: bytes) -> bytes:
     return b"".join(out) + b"\n#endif" * opened + b"\n"
 
 
-def blank_macro_calls(data: bytes) -> bytes:
-    """``data`` with each statement that is only a macro call blanked (``MOCK_METHOD(void, F, ());``: an
-    upper-case name, balanced parentheses, nothing after but a ``;``): the grammar cannot know what the
-    macro expands to, so it finds a ``;`` missing or an argument that is no expression."""
+def blank_open_directive(data: bytes) -> bytes:
+    """``data`` with the directive it ends inside blanked (its last line continued by a backslash, or not
+    ended yet): the rest of that directive is still to come, and what it holds so far belongs to it, not
+    to the code the text leaves open (``#define F(a) \\`` then ``  g(a); \\``)."""
+    body = data.rstrip(b" \t")
+    if data.endswith(b"\n") and not body.rstrip(b"\r\n").endswith(b"\\"):
+        return data
+    start = data.rfind(b"\n", 0, len(body.rstrip(b"\r\n"))) + 1
+    while start > 0 and data[: start - 1].rstrip(b"\r").endswith(b"\\"):
+        start = data.rfind(b"\n", 0, start - 1) + 1
+    if not data[start:].lstrip(b" \t").startswith(b"#"):
+        return data
     out = bytearray(data)
-    for found in _MACRO_LINE.finditer(data):
+    _blank_span(out, start, len(out))
+    return bytes(out)
+
+
+def blank_macro_calls(data: bytes) -> bytes:
+    """``data`` with the macros the grammar cannot expand blanked: each statement that is only a macro call
+    (``MOCK_METHOD(void, F, ());``: an upper-case name, balanced parentheses, nothing after but a ``;``), a
+    line that is only a macro's name, and an export or attribute macro before a declaration
+    (``_SPECIFIER_MACRO``): the grammar cannot know what the macro expands to, so it finds a ``;`` missing,
+    an argument that is no expression or two types in a row."""
+    out = bytearray(data)
+    directives = _directive_spans(data)
+
+    def code(found: re.Match[bytes]) -> bool:
+        return bisect.bisect_right(directives, found.start()) % 2 == 0  # a directive's text is its own
+
+    for found in filter(code, _MACRO_LINE.finditer(data)):
         _blank_span(out, found.start(1), found.end(1))
-    for found in _MACRO_CALL.finditer(data):
+    for found in filter(code, _SPECIFIER_MACRO.finditer(data)):
+        if _TAG.search(data, data.rfind(b"\n", 0, found.start()) + 1, found.start()) is None:  # a tag: a type
+            _blank_span(out, found.start(1), found.end(1))
+    for found in filter(code, _CLASS_MACRO.finditer(data)):
+        _blank_span(out, found.start(1), found.end(1))
+    for found in filter(code, _BEFORE_TYPE.finditer(data)):
+        if found.group(1) not in _KEYWORDS:
+            _blank_span(out, found.start(1), found.end(1))
+    for found in filter(code, _TRAILING_ATTRIBUTE.finditer(data)):
+        _blank_attributes(data, out, found.start(1), data[found.start()] == 41)
+    for found in filter(code, _MACRO_CALL.finditer(data)):
         end = _balanced_end(data, found.end() - 1)
         if end is None or _continues_declaration(out, found.start(1)):
             continue
@@ -101,14 +171,81 @@ def blank_macro_calls(data: bytes) -> bytes:
     return bytes(out)
 
 
+def _directive_spans(data: bytes) -> list[int]:
+    """Start and end offsets of every directive (continued lines included), in one sorted list."""
+    spans: list[int] = []
+    for found in _DIRECTIVE_START.finditer(data):
+        if spans and found.start() < spans[-1]:
+            continue  # a line continuing the directive before
+        end = data.find(b"\n", found.start())
+        while end > 0 and data[:end].rstrip(b"\r").endswith(b"\\"):
+            end = data.find(b"\n", end + 1)
+        spans += [found.start(), len(data) if end < 0 else end]
+    return spans
+
+
+def _blank_attributes(data: bytes, out: bytearray, start: int, after_parenthesis: bool) -> None:
+    """Blank the attribute macros from ``start`` on (each with its argument list) when a declaration's end
+    follows them and, after a ``)``, that ``)`` closes a parameter list (``f (int a) __THROW;``, not the
+    cast in ``(size_t) __n;``)."""
+    if after_parenthesis and not _closes_parameters(data, data.rfind(b")", 0, start)):
+        return
+    spans, index = [], start
+    while (name := _ATTRIBUTE.match(data, index)) is not None:
+        end = name.end()
+        arguments = _skip_spaces(data, end)
+        if data[arguments : arguments + 1] == b"(":
+            closed = _balanced_end(data, arguments)
+            if closed is None:
+                return
+            end = closed
+        spans.append((name.start(), end))
+        index = _skip_spaces(data, end)
+    if spans and data[index : index + 1] and data[index] in _DECLARATION_END:
+        for span_start, span_end in spans:
+            _blank_span(out, span_start, span_end)
+
+
+def _closes_parameters(data: bytes, close: int) -> bool:
+    """Whether the ``)`` at ``close`` ends a parameter list: its ``(`` follows a name that is no keyword, or
+    a ``)`` (``(*f)(int)``)."""
+    depth, index = 0, close
+    limit = max(0, close - _MACRO_SPAN)
+    while index >= limit:
+        byte = data[index]
+        if byte == 41:
+            depth += 1
+        elif byte == 40:
+            depth -= 1
+            if depth == 0:
+                break
+        index -= 1
+    else:
+        return False
+    before = data[max(0, index - 64) : index].rstrip()
+    name = _LAST_NAME.search(before)
+    return before.endswith(b")") or (name is not None and name.group() not in _KEYWORDS)
+
+
+_ATTRIBUTE = re.compile(_ATTRIBUTE_NAME)
+
+
+def _skip_spaces(data: bytes, index: int) -> int:
+    while index < len(data) and data[index] in _BLANKS:
+        index += 1
+    return index
+
+_LAST_NAME = re.compile(rb"[A-Za-z_]\w*$")
+
+
 def _continues_declaration(out: bytearray, start: int) -> bool:
     """Whether the line before ``start`` leaves a declaration open, so that ``NAME(…)`` is its declarator
     (``CMS_ContentInfo *`` on the line before ``CMS_create_ex(…);``), not a macro call."""
     end = start
     while end > 0 and out[end - 1] in _BLANKS:  # back over the blanks only: no copy of what precedes
         end -= 1
-    line = bytes(out[out.rfind(b"\n", 0, end) + 1 : end]).strip()
-    if not line or line.startswith((b"//", b"#", b"*", b"/*")) or line.endswith(b"*/"):
+    line = bytes(out[out.rfind(b"\n", 0, end) + 1 : end]).split(b"//", 1)[0].strip()  # a comment ends it
+    if not line or line.startswith((b"#", b"*", b"/*")) or line.endswith(b"*/"):
         return False
     return line[-1:].isalnum() or line[-1:] in b"_*&,=("
 

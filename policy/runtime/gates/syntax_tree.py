@@ -32,7 +32,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from policy.runtime.gates.grammars import GRAMMARS, Grammar, GrammarUnavailable, parser
-from policy.runtime.gates.preprocessor import blank_conditionals, blank_macro_calls, directives_only
+from policy.runtime.gates.preprocessor import (
+    blank_conditionals,
+    blank_macro_calls,
+    blank_open_directive,
+    directives_only,
+)
 from policy.runtime.gates.problems import INCOMPLETE, VALID, Problem, Verdict, invalid, unavailable
 
 _OPENERS = {"(": ")", "[": "]", "{": "}", "${": "}", "#{": "}", "$(": ")", "$((": "))", "{$": "}"}
@@ -87,25 +92,31 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> 
     tree = tree_parser.parse(data)
     if not tree.root_node.has_error:
         return "valid", []
+    errors = _errors(tree, grammar)
     conditions: list[Site] = []
+    complete = "valid"
     if grammar.conditionals:
+        if partial:
+            cut = blank_open_directive(data)
+            complete, data = ("incomplete", cut) if cut != data else (complete, data)
         conditions = [site for site in error_sites(tree_parser.parse(directives_only(data)))
                       if site.start < len(data)]
         data = blank_macro_calls(blank_conditionals(data))
     if grammar.stand_ins or grammar.conditionals:
         data = _stand_in(data, grammar)
         tree = tree_parser.parse(data)
-        if not tree.root_node.has_error:
-            return ("invalid", conditions) if conditions else ("valid", [])
+        errors = _errors(tree, grammar)
+        if not errors:
+            return ("invalid", conditions) if conditions else (complete, [])
     if grammar.line_strings is not None:
         conditions += [Site(found.end() - 1, found.end() - 1, found.group()[:1].decode())
                        for found in grammar.line_strings.finditer(data)
                        if found.group()[:1] in b"\"'" and found.group().endswith(b"\n")]
     if not partial:
-        return "invalid", conditions + list(error_sites(tree))
+        return "invalid", conditions + errors
     first: list[Site] | None = None
     for suffix, closed in _completions(tree_parser, grammar, data, tree):
-        standing = _standing(data, tree_parser.parse(data + suffix), closed)
+        standing = _standing(data, tree_parser.parse(data + suffix), closed, grammar)
         if not standing:
             return ("invalid", conditions) if conditions else ("incomplete", [])
         first = standing if first is None else first
@@ -138,6 +149,8 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any) -> 
             yield filler + angled, False
     for ending in (*grammar.endings, *statement_end):
         yield close + ending, False
+    if grammar.block_end and close:
+        yield close.replace(b"}", grammar.block_end), False
     raw = _open_raw_string(grammar, data)
     for tail in (*grammar.tails, *raw):
         with_tail = data + tail.encode()
@@ -148,6 +161,8 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any) -> 
             yield tail.encode() + close, True
             if statement_end and close:
                 yield tail.encode() + statement_end[0] + close, True  # `$s = "…` closes as `";}`
+            if grammar.block_end and close:
+                yield tail.encode() + close.replace(b"}", grammar.block_end), True
     if grammar.heredoc is not None:
         openers = list(grammar.heredoc.finditer(data))
         if openers:
@@ -180,7 +195,7 @@ def _closes_open_token(tree: Any, content_end: int, tail_end: int) -> bool:
     return False
 
 
-def _standing(data: bytes, tree: Any, closed: bool) -> list[Site]:
+def _standing(data: bytes, tree: Any, closed: bool, grammar: Grammar) -> list[Site]:
     """The errors of a completed text that no append can change."""
     content_end = len(data.rstrip())
     threshold = data.rfind(b"\n", 0, content_end) + 1
@@ -189,8 +204,8 @@ def _standing(data: bytes, tree: Any, closed: bool) -> list[Site]:
     last_line = data[threshold:content_end]
     first_token = content_end - len(last_line.lstrip())
     finished = not closed and data.endswith(b"\n") and last_line.endswith(_FINISHED)
-    return [site for site in error_sites(tree) if site.start < threshold or site.end < content_end
-            or (finished and site.missing is None and site.start == first_token)]
+    return [site for site in _errors(tree, grammar) if site.start < threshold
+            or site.end < content_end or (finished and site.missing is None and site.start == first_token)]
 
 
 def _closed_start(tree: Any, position: int, fallback: int) -> int:
@@ -201,6 +216,23 @@ def _closed_start(tree: Any, position: int, fallback: int) -> int:
             return int(node.start_byte)
         node = node.parent
     return fallback
+
+
+def _errors(tree: Any, grammar: Grammar) -> list[Site]:
+    """The tree's ``ERROR`` and ``MISSING`` nodes, and what the grammar misreads (``Grammar.misread``)."""
+    sites = list(error_sites(tree)) if tree.root_node.has_error else []
+    if grammar.misread:
+        captures = _misread_query(grammar.name).captures(tree.root_node)
+        sites += [Site(node.start_byte, node.start_byte, "}") for node in captures.get("brace", ())]
+        sites += [Site(node.start_byte, node.end_byte, None) for node in captures.get("unexpected", ())]
+    return sites
+
+
+@functools.cache
+def _misread_query(name: str) -> Any:
+    import tree_sitter
+
+    return tree_sitter.QueryCursor(tree_sitter.Query(parser(name).language, GRAMMARS[name].misread))
 
 
 def error_sites(tree: Any) -> Iterator[Site]:
