@@ -27,7 +27,7 @@ def _coerce_args(raw: Any) -> dict[str, Any]:
     return {"input": raw}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, init=False)
 class ToolCall:
     """One tool call the model asked for."""
 
@@ -35,13 +35,17 @@ class ToolCall:
     name: str
     args: dict[str, Any] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        if type(self.args) is not dict:  # the checks cost less than setting each field again
-            object.__setattr__(self, "args", _coerce_args(self.args))
-        if type(self.name) is not str:
-            object.__setattr__(self, "name", str(self.name))
-        if type(self.id) is not str:
-            object.__setattr__(self, "id", str(self.id))
+    def __init__(self, id: str, name: str, args: dict[str, Any] | None = None) -> None:
+        """The fields as given, coerced where malformed (``args`` by ``_coerce_args``, the ids
+        by ``str``): one call per event, where a generated ``__init__`` and ``__post_init__``
+        would be two."""
+        _set(self, "id", id if type(id) is str else str(id))
+        _set(self, "name", name if type(name) is str else str(name))
+        _set(self, "args", args if type(args) is dict else _coerce_args(args))
+
+
+_set = object.__setattr__
+"""How a frozen event's ``__init__`` sets its fields."""
 
 
 @dataclass(frozen=True)

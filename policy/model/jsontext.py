@@ -33,11 +33,17 @@ def _encoder(item_separator: str, key_separator: str) -> Encode:
     except TypeError:  # a CPython whose C encoder takes other arguments
         return portable.encode
 
+    quote = _stdlib.encode_basestring
+
     def encode(value: Any) -> str:
+        if type(value) is dict and len(value) == 1:  # one text argument (a command, a path): no sort
+            for name, item in value.items():
+                if type(name) is str and type(item) is str:
+                    return f"{{{quote(name)}{key_separator}{quote(item)}}}"
         return "".join(chunks(value, 0))
 
-    probe = {"b": [1, 2.5, None, True], "a": {"é": object}}
-    return encode if encode(probe) == portable.encode(probe) else portable.encode
+    probes = ({"b": [1, 2.5, None, True], "a": {"é": object}}, {"cmd": 'echo "é\\\n\u2028"'})
+    return encode if all(encode(probe) == portable.encode(probe) for probe in probes) else portable.encode
 
 
 compact: Encode = _encoder(",", ":")

@@ -27,12 +27,6 @@ def call_summary(call: ToolCall, limit: int = CALL_SUMMARY_LIMIT) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _cheap_variables(policy: str, rule: RuleRef, action: Action, call: ToolCall) -> dict[str, Any]:
-    """The common variables that cost nothing to make."""
-    return {"rule_kind": rule.kind, "rule_name": rule.name, "action": action, "tool": call.name,
-            "call_id": call.id, "policy": policy}
-
-
 class HintVariables(dict[str, Any]):
     """The variables of one hint: ``COMMON_VARIABLES`` for one rule firing on
     one call, plus the rule's own ``values``, which win over the common ones.
@@ -54,7 +48,10 @@ class HintVariables(dict[str, Any]):
         values: Mapping[str, Any] | None = None,
         lazy: Mapping[str, Callable[[], Any]] | None = None,
     ) -> None:
-        super().__init__(_cheap_variables(policy, rule, action, call))
+        # The common variables that cost nothing to make (``dict.__init__``, not ``super()``: one
+        # object fewer per render).
+        dict.__init__(self, rule_kind=rule.kind, rule_name=rule.name, action=action, tool=call.name,
+                      call_id=call.id, policy=policy)
         if values:
             self.update(values)
         self._rule = rule
@@ -90,6 +87,6 @@ _ON_FIRST_READ: dict[str, Callable[[RuleRef, ToolCall], Any]] = {
 """The common variables ``HintVariables`` makes only when a template reads them."""
 
 COMMON_VARIABLES = frozenset(
-    {*_cheap_variables("", RuleRef("", ""), "allow", ToolCall(id="", name="")), *_ON_FIRST_READ}
+    {*HintVariables("", RuleRef("", ""), "allow", ToolCall(id="", name="")), *_ON_FIRST_READ}
 )
 """The variables every rule provides: those made at once and those made on first read."""

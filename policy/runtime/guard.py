@@ -197,10 +197,14 @@ class Guard:
     # --- implementation -----------------------------------------------------
 
     def _keep_warning(self, state: ScopeState, decision: Decision, calls: Sequence[ToolCall]) -> None:
-        """A turn's unrendered warning, stored for its delivery: queued for the next model request,
-        or pending for its call's result."""
+        """A turn's unrendered warning, stored for its delivery (queued for the next model request,
+        or pending for its call's result): the decision, its rule as stored and the call it
+        concerns.  (A loop decision has no signature or captures, and its metadata is its own
+        fresh dict.)"""
         call = calls[0] if len(calls) == 1 else next(c for c in calls if c.id == decision.call_id)
-        entry = _stored(decision, call, self._rule_state(decision.rule))
+        rule = self._rule_state(decision.rule)
+        entry = {"action": decision.action, "rule": rule, "call_id": decision.call_id,
+                 "metadata": decision.metadata, "tool": call.name, "args": call.args}
         if self._queues:
             _queue(state, entry)
         else:
@@ -463,14 +467,6 @@ def _pending(state: ScopeState, call_id: str) -> dict[str, Any]:
     entry = state.pending.setdefault(call_id, {})
     drop_oldest(state.pending, MAX_OPEN_CALLS)
     return entry
-
-
-def _stored(decision: Decision, call: ToolCall, rule: dict[str, Any] | None) -> dict[str, Any]:
-    """A turn's unrendered warning as stored until delivery: the decision, its rule as stored and
-    the call it concerns.  (A loop decision has no signature or captures, and its metadata is its
-    own fresh dict.)"""
-    return {"action": decision.action, "rule": rule, "call_id": decision.call_id,
-            "metadata": decision.metadata, "tool": call.name, "args": call.args}
 
 
 def _queue(state: ScopeState, data: dict[str, Any]) -> None:

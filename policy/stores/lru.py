@@ -22,6 +22,9 @@ class LruDict(Generic[K, V]):
             raise ValueError("limit must be at least 1")
         self.limit = limit
         self._items: OrderedDict[K, V] = OrderedDict()
+        self.peek: Callable[[K], V | None] = self._items.get
+        """The value for ``key`` without making it the most recent: a read that needs no lock
+        (entries then go in the order they were put).  The mapping's own ``get``: no Python call."""
 
     def __len__(self) -> int:
         return len(self._items)
@@ -34,11 +37,6 @@ class LruDict(Generic[K, V]):
             return None
         self._items.move_to_end(key)
         return self._items[key]
-
-    def peek(self, key: K) -> V | None:
-        """The value for ``key`` without making it the most recent: a read that needs no lock
-        (entries then go in the order they were put)."""
-        return self._items.get(key)
 
     def put(self, key: K, value: V) -> None:
         self._items[key] = value

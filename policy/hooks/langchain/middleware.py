@@ -203,7 +203,7 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if message is None or not message.tool_calls:
             return None
         scope = self._node_scope(runtime)
-        stop = self._pending_stop(scope) if self._stops else None  # no run stopped: the common case
+        stop = self._stops.peek(scope.key) and self._pending_stop(scope)  # a run not stopped: no call
         decision = stop or self.guard.on_turn(_tool_calls(message), scope)
         if decision.action != "stop":  # the common case: nothing to change in the state
             return None
@@ -311,7 +311,7 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def _pending_stop(self, scope: Scope) -> Decision | None:
         key = scope.key
-        if key not in self._stops:  # a lock-free look first: most turns belong to runs not stopped
+        if self._stops.peek(key) is None:  # a lock-free look first: most turns belong to runs not stopped
             return None
         with self._lock:
             return self._stops.get(key)

@@ -109,7 +109,7 @@ class RunScopes:
         if run_id is None or run_id == UNANCHORED_RUN:
             return None
         with self._lock:
-            return None if run_id in self._generated else run_id
+            return None if self._generated.peek(run_id) else run_id
 
     def anchored_runs(self) -> int:
         """How many generated run ids are currently anchored (for tests and diagnostics)."""

@@ -68,12 +68,28 @@ class Grammar:
     line_strings: re.Pattern[bytes] | None = None
     """The language's comments and strings, a string ending at a line break: a string a line break ends is
     broken whatever follows (CSS), though the grammar reads it on to the end of the text."""
+    lenient_strings: bool = False
+    """The grammar reads a string a line break ends on to a later quote without an error (CSS): the
+    ``line_strings`` are looked for on the valid path too."""
     call_line_end: re.Pattern[bytes] | None = None
     """A token that, ending a line inside a function's arguments, means the function's ``)`` is missing
     whatever follows (CSS's ``;``: ``color: var(--x;`` then a line break), though the grammar reads the
     arguments on to the end of the text."""
     conditionals: bool = False
     """C's preprocessor conditionals: one branch of each is parsed (``policy.runtime.gates.preprocessor``)."""
+    foreign: re.Pattern[bytes] | None = None
+    """A line of another language's code (C++ in a C header): a conditional branch holding one is a branch a
+    compiler of this language skips (``#ifdef __cplusplus``, ``#if U_SHOW_CPLUSPLUS_API``)."""
+    block_end: bytes = b""
+    """What each ``}`` of the closers becomes in one more try: C's ``} _;`` ends a struct, union or enum body
+    that waits for a member's or a typedef's name and its ``;`` (and is an empty statement elsewhere)."""
+    statement_lines: bool = False
+    """A last line that ends with the terminator (outside a ``for (`` header) is finished: an error on it
+    stands, though the grammar reads it on to the end of the text (C's ``} __attribute__((packed);``)."""
+    misread: str = ""
+    """A tree-sitter query for what the grammar accepts though no valid text holds it: a capture ``@brace``
+    is a ``}`` missing before the node, ``@unexpected`` an unexpected node (checked once a text has an error,
+    so the valid path stays one parse)."""
     angles: bool = False
     """``<`` … ``>`` of type arguments are brackets too: closed in a second try, since a ``<`` in a broken
     region may be a comparison (``Fn<{`` closes as ``}>``)."""
@@ -133,6 +149,51 @@ def _text_angle(found: re.Match[bytes]) -> bytes:
     return b" " if found.group() == b">" else found.group()
 
 
+_MEMBER_OPERATOR = re.compile(
+    rb"(?:->|\.)[ \t]*(operator\b[ \t]*"
+    rb"(?:\(\)|\[\]|->\*?|(?:new|delete)\b(?:\[\])?|[-+*/%^&|~!=<>,]{1,3}|[A-Za-z_]\w*))")
+"""An operator called by name through ``->`` or ``.`` (``this->operator+(n)``, ``a.operator bool()``), which
+tree-sitter-cpp 0.23 does not parse."""
+_DEFAULTED_POINTER = re.compile(rb"(?<=[\w>])[ \t]*(\*)(?=(?:\s|/\*(?:[^*]|\*(?!/)){0,200}\*/)+=(?!=))")
+"""An unnamed pointer with a default (``typename std::enable_if<…>::type* = nullptr``, a parameter or a
+template parameter), which tree-sitter-cpp 0.23 does not parse; read without its ``*``."""
+_NESTED = rb"(?:[^();{}]|\((?:[^();{}]|\([^();{}]*\))*\))"
+_DECLTYPE_LIST = re.compile(rb"\bdecltype\s*\((" + _NESTED.replace(b"[^();{}]", b"[^(),;{}]", 1) + rb"*,"
+                            + _NESTED + rb"*)\)")
+"""``decltype((void)p->find('a'), int())``: a comma expression, which tree-sitter-cpp 0.23 does not parse in
+a ``decltype``; read as a name."""
+_TEMPLATE_MACRO = re.compile(rb"(?<=[<,])\s*([A-Z][A-Z0-9]*_[A-Z0-9_]*[ \t]*\(" + _NESTED + rb"*\))"
+                             rb"(?=\s*[>,])")
+"""A macro call as a template parameter (``template <typename T, FMT_ENABLE_IF(!is_x<T>::value)>``), read as
+a name."""
+_BARE_SWITCH = re.compile(rb"\bswitch\s*\(" + _NESTED + rb"*\)(?=\s*[^\s{])")
+"""A ``switch`` whose body is one statement (``switch (0) default: f();``), valid C that tree-sitter-c and
+tree-sitter-cpp reject: read as the statement alone."""
+_CPP_LINE = re.compile(rb"[ \t]*(?:namespace(?:[ \t]+\w+)?[ \t]*\{|template[ \t]*<|using[ \t]+namespace\b"
+                       rb"|extern[ \t]+\"C\+\+\"|class[ \t]+\w+(?:[ \t]+\w+)?[ \t]*(?:final[ \t]*)?[:{])")
+"""A line only C++ has: a namespace, a template, a class."""
+_C_STRINGS = re.compile(
+    rb"/\*.*?(?:\*/|\Z)|//[^\n]*|(?<!\w)(?:u8|[uUL])?R\"([^()\\ \t\n]{0,16})\(.*?(?:\)\1\"|\Z)"
+    rb"|'(?:[^'\\\n]|\\.){1,8}'|\"(?:[^\"\\\n]|\\.)*[\"\n]", re.DOTALL)
+"""C's comments, C++ raw strings, character literals and strings: a string a line break ends is broken (a
+backslash before the break continues it)."""
+_TEMPLATE_HEADS = (b" struct _;", b"> struct _;", b" _> struct _;", b">> struct _;", b" _>> struct _;")
+"""A template header waiting for its declaration, maybe cut inside its parameters (``template <typename T,
+typename E = std::is_void<``): ``<`` is no bracket to the closers."""
+_CPP_MISREAD = """
+(compound_statement (function_definition type: (_)) @brace)
+(_ name: [(type_identifier) @class (template_type name: (type_identifier) @class)]
+   body: (field_declaration_list
+     (function_definition !type declarator: (function_declarator declarator: (identifier) @brace)))
+   (#not-eq? @brace @class))
+(function_definition declarator: (function_declarator declarator: (identifier) @unexpected)
+   (#eq? @unexpected "catch"))
+(initializer_list (identifier) @unexpected (#eq? @unexpected "const"))
+"""
+"""What tree-sitter-cpp 0.23 accepts after a deleted ``}`` or ``)``: a function defined inside the one before
+(no C++ has that, unlike GNU C), a member function with no type that is no constructor (``TEST_F(A, B) {``
+inside ``class A {``), ``catch (…) {`` inside a ``try`` block read as a function named ``catch``, ``const`` in
+a block read as braces (``TEST(A, B {`` … ``const T x;``)."""
 _RUST_ATTRIBUTED = (b" _ => {}", b" fn _f() {}", b" _f: ()", b" _f")
 """What an attribute at the end (``#[cfg(x)]``) may wait for: a match arm, an item, a field, a variant."""
 _RUBY_BLOCKS = ("def", "class", "module", "do", "begin", "case", "if", "unless", "while", "until", "for")
@@ -162,9 +223,13 @@ GRAMMARS: dict[str, Grammar] = {
         Grammar("java", "tree_sitter_java", "language", (BLOCK_COMMENT_END, '"""', '"'), followers=_FOLLOWERS,
                 terminator=";"),
         Grammar("c", "tree_sitter_c", "language", _C_LIKE, followers=_C_FOLLOWERS,
-                terminator=";", conditionals=True),
+                terminator=";", conditionals=True, foreign=_CPP_LINE, block_end=b"} _;",
+                stand_ins=((_BARE_SWITCH, b" "),), line_strings=_C_STRINGS, statement_lines=True),
         Grammar("cpp", "tree_sitter_cpp", "language", (*_C_LIKE, ')"'), followers=_CPP_FOLLOWERS,
-                terminator=";", conditionals=True),
+                terminator=";", conditionals=True, block_end=b"} _;", fillers=_TEMPLATE_HEADS,
+                stand_ins=((_MEMBER_OPERATOR, b"_"), (_DEFAULTED_POINTER, b" "), (_DECLTYPE_LIST, b"_"),
+                           (_TEMPLATE_MACRO, b"_"), (_BARE_SWITCH, b" ")),
+                line_strings=_C_STRINGS, statement_lines=True, misread=_CPP_MISREAD),
         Grammar(
             "ruby", "tree_sitter_ruby", "language", ('"', "'", "`", "\n=end\n"),
             keywords=MappingProxyType(dict.fromkeys(_RUBY_BLOCKS, "end")),
@@ -187,7 +252,7 @@ GRAMMARS: dict[str, Grammar] = {
         Grammar("html", "tree_sitter_html", "language", ("-->", '"', "'", ">"),
                 stand_ins=((_XML_DECLARATION, b" "), (_TEMPLATE_TAG, b"_"), (_TAG_OR_ANGLE, _text_angle))),
         Grammar("css", "tree_sitter_css", "language", (BLOCK_COMMENT_END, '"', "'"),
-                stand_ins=((_NTH_ARGUMENT, b"2"),), line_strings=_CSS_STRINGS,
+                stand_ins=((_NTH_ARGUMENT, b"2"),), line_strings=_CSS_STRINGS, lenient_strings=True,
                 call_line_end=re.compile(rb";(?=[ \t]*\r?\n)")),
     )
 }

@@ -124,15 +124,15 @@ class LoopDetector:
         """Mark, log and (unless ``render`` is False and it has a template) render the selected finding."""
         if finding.mark is not None:
             finding.mark()
-        if log.isEnabledFor(logging.INFO):  # the call's arguments stay out of the log (they may hold secrets)
-            log.info("loop %s %s on call %s: %s, count %s", finding.ref.name, finding.action, finding.call.id,
-                     finding.call.name, finding.facts.get("count"))
+        # The call's arguments stay out of the log (they may hold secrets).
+        log.info("loop %s %s on call %s: %s, count %s", finding.ref.name, finding.action, finding.call.id,
+                 finding.call.name, finding.facts.get("count"))
         if finding.hint is not None and not render:  # the call's summary is made with the hint
             metadata: dict[str, Any] = {"layer": finding.kind, **finding.facts, **finding.metadata}
             return Decision(action=finding.action, rule=finding.ref, call_id=finding.call.id,
                             metadata=metadata)
         summary = finding.call_text()
-        rendered: dict[str, Any] = {}
+        checked = None
         if finding.hint is None:
             hint = f"[policy] loop {finding.ref.name} {finding.action}: {finding}."
         else:
@@ -140,8 +140,10 @@ class LoopDetector:
                                       finding.facts)
             variables["call"] = summary
             checked = finding.hint.render_checked(variables)
-            hint, rendered = checked.text, checked.facts()
-        metadata = {"layer": finding.kind, "call": summary, **finding.facts, **finding.metadata, **rendered}
+            hint = checked.text
+        metadata = {"layer": finding.kind, "call": summary, **finding.facts, **finding.metadata}
+        if checked is not None and checked.fallback is not None:  # only a fallback has facts to add
+            metadata.update(checked.facts())
         return Decision(action=finding.action, rule=finding.ref, hint=hint, call_id=finding.call.id,
                         metadata=metadata)
 

@@ -206,13 +206,11 @@ def _keep_excerpt(state: RepeatState, key: bytes, text: str) -> None:
 
 
 def _excerpt_of(state: RepeatState, key: bytes) -> str:
-    keys = state.excerpt_keys
-    if key not in keys:
-        return ""
-    for index, text in enumerate(state.excerpts):
-        if keys[index * DIGEST : (index + 1) * DIGEST] == key:
-            return text
-    return ""
+    find = state.excerpt_keys.find
+    offset = find(key)
+    while offset % DIGEST and offset >= 0:  # straddles two entries
+        offset = find(key, offset + 1)
+    return state.excerpts[offset // DIGEST] if offset >= 0 else ""
 
 
 def _aligned(keys: bytes, key: bytes, end: int) -> list[int]:
@@ -230,17 +228,18 @@ def _aligned(keys: bytes, key: bytes, end: int) -> list[int]:
 
 def _same_result(state: RepeatState, key: bytes) -> bool:
     """Did the batch's known results in the window, at least two, all come out the same?"""
-    find, known_at = state.keys.find, state.results.startswith
+    find, results = state.keys.find, state.results
     first, known = None, 0
     offset = find(key)
     while offset >= 0:  # the entries equal to ``key`` (``_aligned``, in one pass)
         if offset % DIGEST:  # straddles two entries
             offset = find(key, offset + 1)
             continue
-        if not known_at(TOMBSTONE, offset):  # compared in place: no slice per entry
+        result = results[offset : offset + DIGEST]
+        if result != TOMBSTONE:
             if first is None:
-                first = state.results[offset : offset + DIGEST]
-            elif not known_at(first, offset):
+                first = result
+            elif result != first:
                 return False
             known += 1
         offset = find(key, offset + DIGEST)
