@@ -121,6 +121,17 @@ _ASSIGNMENT_REDIRECTED = re.compile(rb"(?m)(?:^|[;&|({]|\bthen|\bdo|\belse)[ \t]
                                     rb"(?=[^\n;&|#]*?[ \t]\d*[<>])")
 """An assignment with a redirection (``n=$((x + 0)) 2>/dev/null``), read as a command: tree-sitter-bash 0.25
 rejects it."""
+_DOLLAR_ESCAPE = re.compile(rb"\$(?=\\)")
+"""A ``$`` before a backslash (``lv_name=~\\(e2scrub$\\)``), a plain ``$`` to bash, read as ``_``."""
+_TWO_SUBSHELLS = re.compile(rb"\(\(\w(?=[\w.-]*[ \t]+-[A-Za-z])")
+"""``((gzip -cdfq …) …)``: two subshells, not arithmetic (bash reads it so once the arithmetic fails), read
+as ``( (`` (the command's first letter given up)."""
+
+
+def _subshells(found: re.Match[bytes]) -> bytes:
+    return b"( ("
+
+
 _CSS_STRINGS = re.compile(rb"/\*.*?(?:\*/|\Z)|\"(?:[^\"\\\n]|\\.)*[\"\n]|'(?:[^'\\\n]|\\.)*['\n]", re.DOTALL)
 _NTH_ARGUMENT = re.compile(rb":nth-(?:last-)?(?:child|of-type)\(([^()\n]*)\)")
 """``:nth-child(2n-1)``, whose ``An+B`` tree-sitter-css 0.25 does not know."""
@@ -248,7 +259,8 @@ GRAMMARS: dict[str, Grammar] = {
                 heredoc=re.compile(rb"<<-?[ \t]*(['\"]?)([A-Za-z_]\w*)\1"),
                 stand_ins=((_FOR_DO, b";"), (_TILDE, b"_"), (_TEST_OPEN, b"_"), (_TEST_CLOSE, b"_"),
                            (_BACKTICK_BLANKS, _backtick_after_blanks), (_QUOTED_BLANKS, b"_"),
-                           (_ASSIGNMENT_REDIRECTED, b"_"))),
+                           (_ASSIGNMENT_REDIRECTED, b"_"), (_DOLLAR_ESCAPE, b"_"),
+                           (_TWO_SUBSHELLS, _subshells))),
         Grammar("html", "tree_sitter_html", "language", ("-->", '"', "'", ">"),
                 stand_ins=((_XML_DECLARATION, b" "), (_TEMPLATE_TAG, b"_"), (_TAG_OR_ANGLE, _text_angle))),
         Grammar("css", "tree_sitter_css", "language", (BLOCK_COMMENT_END, '"', "'"),
