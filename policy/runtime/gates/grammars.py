@@ -132,6 +132,17 @@ def _subshells(found: re.Match[bytes]) -> bytes:
     return b"( ("
 
 
+_QUOTED_HEREDOC = re.compile(rb"<<-?[ \t]*(['\"])(\w+)\1[^\n]*\n(.*?)(?=^\t*\2$|\Z)",
+                             re.DOTALL | re.MULTILINE)
+"""A heredoc whose delimiter is quoted: its body is text, read as ``_`` (tree-sitter-bash 0.25 misreads a body
+line starting with ``#``, or blank, after ``<<'EOF' &&``)."""
+
+
+def _blank_body(found: re.Match[bytes]) -> bytes:
+    start = found.start(3) - found.start()
+    return found.group()[:start] + re.sub(rb"[^\n]", b"_", found.group(3))
+
+
 _CSS_STRINGS = re.compile(rb"/\*.*?(?:\*/|\Z)|\"(?:[^\"\\\n]|\\.)*[\"\n]|'(?:[^'\\\n]|\\.)*['\n]", re.DOTALL)
 _NTH_ARGUMENT = re.compile(rb":nth-(?:last-)?(?:child|of-type)\(([^()\n]*)\)")
 """``:nth-child(2n-1)``, whose ``An+B`` tree-sitter-css 0.25 does not know."""
@@ -260,7 +271,7 @@ GRAMMARS: dict[str, Grammar] = {
                 stand_ins=((_FOR_DO, b";"), (_TILDE, b"_"), (_TEST_OPEN, b"_"), (_TEST_CLOSE, b"_"),
                            (_BACKTICK_BLANKS, _backtick_after_blanks), (_QUOTED_BLANKS, b"_"),
                            (_ASSIGNMENT_REDIRECTED, b"_"), (_DOLLAR_ESCAPE, b"_"),
-                           (_TWO_SUBSHELLS, _subshells))),
+                           (_TWO_SUBSHELLS, _subshells), (_QUOTED_HEREDOC, _blank_body))),
         Grammar("html", "tree_sitter_html", "language", ("-->", '"', "'", ">"),
                 stand_ins=((_XML_DECLARATION, b" "), (_TEMPLATE_TAG, b"_"), (_TAG_OR_ANGLE, _text_angle))),
         Grammar("css", "tree_sitter_css", "language", (BLOCK_COMMENT_END, '"', "'"),
