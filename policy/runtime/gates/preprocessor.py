@@ -31,8 +31,9 @@ _MACRO_CALL = re.compile(rb"^[ \t]*(" + _MACRO_NAME + rb"[ \t]*\()", re.MULTILIN
 _LINE_REST = re.compile(
     rb"[ \t]*(;?)[ \t]*(?://[^\n]*)?(?:\r?\n|$)\s*(?:(?:/\*.{0,2048}?\*/|//[^\n]*)\s*)*(.?)", re.DOTALL)
 """What follows a macro call: a ``;``, and the first character after the comments of the next lines."""
-_MACRO_LINE = re.compile(rb"^[ \t]*(" + _MACRO_NAME + rb")[ \t]*$", re.MULTILINE)
-"""A line that is only a macro's name (``FMT_BEGIN_NAMESPACE``)."""
+_MACRO_LINE = re.compile(rb"^[ \t]*((?:" + _MACRO_NAME + rb"[ \t]*)+:?)[ \t]*$", re.MULTILINE)
+"""A line that is only macros' names (``FMT_BEGIN_NAMESPACE``, ``GTEST_NO_SANITIZE_A_ GTEST_NO_SANITIZE_B_``),
+maybe an access specifier's (``JSON_PRIVATE_UNLESS_TESTED:``)."""
 _ALL_CAPS = rb"[A-Z][A-Z0-9]*_[A-Z0-9_]*"
 _SPECIFIER_MACRO = re.compile(rb"(?<![\w.>:])(" + _ALL_CAPS + rb")[ \t]+"
                               rb"(?=[A-Za-z_]\w*\b[ \t]*(?:[A-Za-z_(*&<]|::))")
@@ -183,7 +184,8 @@ def blank_open_directive(data: bytes) -> bytes:
 
 def blank_macro_calls(data: bytes) -> bytes:
     """``data`` with the macros the grammar cannot expand blanked: each statement that is only a macro call
-    (``MOCK_METHOD(void, F, ());``: an upper-case name, balanced parentheses, nothing after but a ``;``), a
+    (``MOCK_METHOD(void, F, ());``: an upper-case name, balanced parentheses, nothing after but a ``;``; one
+    with a body, ``MATCHER(IsEmpty, x ? "a" : "b") {``, keeps its parentheses around one name), a
     line that is only a macro's name, and an export or attribute macro before a declaration
     (``_SPECIFIER_MACRO``): the grammar cannot know what the macro expands to, so it finds a ``;`` missing,
     an argument that is no expression or two types in a row."""
@@ -212,6 +214,9 @@ def blank_macro_calls(data: bytes) -> bytes:
     for found in filter(code, _MACRO_CALL.finditer(data)):
         end = _balanced_end(data, found.end() - 1, budget)
         if end is None or _continues_declaration(out, found.start(1)):
+            continue
+        if data[_skip_spaces(data, end) : _skip_spaces(data, end) + 1] == b"{":  # a body: `MATCHER(a, b) {`
+            out[found.end() : end - 1] = _NOT_NEWLINE.sub(b"_", data[found.end() : end - 1])
             continue
         rest = _LINE_REST.match(data, end)
         if rest is None:
