@@ -79,6 +79,12 @@ def test_a_cast_before_a_reserved_name_keeps_it() -> None:
                              partial=False).problem.line == 5  # type: ignore[union-attr]
 
 
+def test_a_parenthesis_in_a_comment_ends_no_declarator() -> None:
+    # `// Tests Factorial()` then `TEST_F(…) {`: the macro is no attribute after a parameter list
+    text = "// Tests Factorial()\nTEST_F(IntegerTest, Factorial) {\n  EXPECT_EQ(1, Factorial(-5));\n"
+    assert status("cpp", text) == "incomplete"
+
+
 def test_a_type_name_after_a_tag_keyword_is_not_read_as_a_macro() -> None:
     # `struct NODE_T f(` names a type: blanking NODE_T would leave `struct f(`, an error of the gate's making
     text = "struct NODE_T f(int a);\nstruct NODE_T g(int b);\nint h(;\n"

@@ -207,7 +207,8 @@ def blank_macro_calls(data: bytes) -> bytes:
         if found.group(1) not in _KEYWORDS:
             _blank_span(out, found.start(1), found.end(1))
     for found in filter(code, _TRAILING_ATTRIBUTE.finditer(data)):
-        _blank_attributes(data, out, found.start(1), data[found.start()] == 41, budget)
+        if b"//" not in data[data.rfind(b"\n", 0, found.start()) + 1 : found.start()]:  # not in a comment
+            _blank_attributes(data, out, found.start(1), data[found.start()] == 41, budget)
     for found in filter(code, _ALIGNMENT_MACRO.finditer(data)):
         if found.group(1) not in _KEYWORDS:
             _blank_span(out, found.start(2), found.end(2))
