@@ -9,6 +9,7 @@ repeated and swapped.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policy.language import ast
-from policy.language.fast_parser import TERMINAL_ORDER, fast_parse
+from policy.language.fast_parser import TERMINAL_ORDER, fast_parse, token_pattern
 from policy.language.parser import _lark, _token_pattern, parse, parse_with_lark
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,6 +47,23 @@ def test_the_terminals_are_tried_in_the_order_lark_tries_them() -> None:
     assert tuple(t.name for t in terminals) == TERMINAL_ORDER
 
 
+def _lark_regexp(name: str) -> str:
+    return str(_lark().get_terminal(name).pattern.to_regexp())
+
+
+def _token_stream(pattern: re.Pattern[str], text: str) -> list[tuple[str | None, tuple[int, int]]]:
+    return [(match.lastgroup, match.span()) for match in pattern.finditer(text)]
+
+
+_IN_LARKS_ORDER = token_pattern(_lark_regexp, TERMINAL_ORDER)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.text(alphabet='aZ_09-.*"\\/#;:,={}[] \t\r\nKBiM', max_size=40))
+def test_trying_frequent_terminals_first_takes_the_same_tokens(text: str) -> None:
+    assert _token_stream(_token_pattern(), text) == _token_stream(_IN_LARKS_ORDER, text)
+
+
 @pytest.mark.parametrize("path", POLICIES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_policy_in_the_project_takes_the_fast_path(path: Path) -> None:
     text = path.read_bytes().decode("utf-8", "replace")
@@ -53,6 +71,7 @@ def test_every_policy_in_the_project_takes_the_fast_path(path: Path) -> None:
         pytest.skip("a deliberately broken policy")
     assert assert_same_as_lark(text)
     assert assert_same_as_lark(text.replace("\n", "\r\n"))
+    assert _token_stream(_token_pattern(), text) == _token_stream(_IN_LARKS_ORDER, text)
 
 
 @pytest.mark.parametrize("text", [

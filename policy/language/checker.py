@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 from policy.language import ast
 from policy.language.collector import DiagnosticCollector, did_you_mean, join_help, quoted_list
@@ -26,6 +27,10 @@ class Setting:
 
     statement: ast.Statement
     settings: Mapping[str, Setting] = field(default_factory=dict)
+
+
+_NO_SETTINGS: Mapping[str, Setting] = MappingProxyType({})
+"""The settings of a setting without a block: one shared empty mapping, not a dict each."""
 
 
 @dataclass
@@ -164,7 +169,7 @@ def read_block(
         if not check_statement(statement, spec, specs, report):
             broken.add(key)
             continue
-        nested: dict[str, Setting] = {}
+        nested: Mapping[str, Setting] = _NO_SETTINGS
         if spec.block is not None and statement.block is not None:
             nested, nested_broken = read_block(statement.block, spec.block, report)
             if nested_broken:

@@ -91,28 +91,24 @@ def number_value(text: str, lines: ast.SourceLines, start: int) -> int | float:
 
 
 def name(text: str, lines: ast.SourceLines, start: int) -> ast.Name:
-    return ast.Name(lines=lines, start=start, end=start + len(text), value=text)
+    return ast.Name(lines, start, start + len(text), text)
 
 
 def string(text: str, lines: ast.SourceLines, start: int) -> ast.String:
-    return ast.String(lines=lines, start=start, end=start + len(text), value=json_string(text, lines, start),
-                      triple=False)
+    return ast.String(lines, start, start + len(text), json_string(text, lines, start), False)
 
 
 def long_string(text: str, lines: ast.SourceLines, start: int) -> ast.String:
-    return ast.String(lines=lines, start=start, end=start + len(text), value=long_string_value(text),
-                      triple=True)
+    return ast.String(lines, start, start + len(text), long_string_value(text), True)
 
 
 def regex(text: str, lines: ast.SourceLines, start: int) -> ast.Regex:
     close = text.rindex("/")
-    return ast.Regex(lines=lines, start=start, end=start + len(text),
-                     pattern=text[1:close].replace("\\/", "/"), flags=text[close + 1:])
+    return ast.Regex(lines, start, start + len(text), text[1:close].replace("\\/", "/"), text[close + 1:])
 
 
 def number(text: str, lines: ast.SourceLines, start: int) -> ast.Number:
-    return ast.Number(lines=lines, start=start, end=start + len(text), value=number_value(text, lines, start),
-                      text=text)
+    return ast.Number(lines, start, start + len(text), number_value(text, lines, start), text)
 
 
 def size(text: str, lines: ast.SourceLines, start: int) -> ast.Size:

@@ -19,6 +19,7 @@ from typing import Any
 from policy.language.collector import DiagnosticCollector
 from policy.language.compiler import compile_policy
 from policy.language.compose import Composition, compose
+from policy.language.gc_pauses import fewer_full_collections
 from policy.model.compiled import CompiledPolicy
 from policy.model.diagnostics import Diagnostic, PolicyError, Severity, has_errors, sort_diagnostics
 
@@ -75,8 +76,9 @@ def load_policy_and_files(target: str | PathLike[str], *,
 
 def _check(target: str | PathLike[str], allow_paths: AllowedPaths) -> tuple[CheckResult, Composition]:
     report = DiagnosticCollector()
-    composition = compose(str(target), report, allow_paths=allow_paths)
-    policy = compile_policy(composition, report) if composition.complete else None
+    with fewer_full_collections():
+        composition = compose(str(target), report, allow_paths=allow_paths)
+        policy = compile_policy(composition, report) if composition.complete else None
     diagnostics = [
         d for d in report.diagnostics if d.severity is Severity.ERROR or d.span.file == composition.root
     ]

@@ -66,7 +66,7 @@ def compile_regex(node: ast.Regex, report: DiagnosticCollector) -> Pattern | Non
                    f"{MAX_PROGRAM_SIZE}", node.span, "shorten it, or split it into several signatures")
         return None
     groups = tuple(name for name, _ in sorted(regex.groupindex.items(), key=lambda item: item[1]))
-    return Pattern(source=node.pattern, flags=flags, groups=groups, compiled=regex)
+    return Pattern(source=node.pattern, flags=flags, groups=groups)  # compiled again where it runs
 
 
 def _message(err: Exception) -> str:

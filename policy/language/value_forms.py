@@ -139,12 +139,13 @@ def resolve(values: Sequence[ast.Value], texts: Sequence[str]) -> Resolution:
     try:
         fitting = _FITTING[key]
     except KeyError:
-        fitting = next((candidate for candidate in map(form, texts) if candidate.match(values).ok), None)
+        fits = (Resolution(candidate) for candidate in map(form, texts) if candidate.match(values).ok)
+        fitting = next(fits, None)
         if len(_FITTING) >= _FITTING_SIZE:
             _FITTING.clear()
         _FITTING[key] = fitting
     if fitting is not None:
-        return Resolution(fitting)
+        return fitting
     matches = [(candidate, candidate.match(values)) for candidate in map(form, texts)]
     for candidate, result in matches:
         if result.keyword and not result.fits:
@@ -161,8 +162,8 @@ def resolve(values: Sequence[ast.Value], texts: Sequence[str]) -> Resolution:
 Shape = type | tuple[type, type] | str
 """A value's node type (a number's with its Python type), or a name's text when it is one of the words."""
 
-_FITTING: dict[tuple[tuple[str, ...], tuple[Shape, ...]], Form | None] = {}
-"""(forms, shapes of the values) → the first form they fit, None when none does."""
+_FITTING: dict[tuple[tuple[str, ...], tuple[Shape, ...]], Resolution | None] = {}
+"""(forms, shapes of the values) → the resolution to the first form they fit, None when none does."""
 _FITTING_SIZE = 4096
 
 

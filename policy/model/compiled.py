@@ -7,7 +7,7 @@ compiled on first use, which are safe to share between threads.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import InitVar, dataclass, field
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal, TypeVar
 
@@ -51,18 +51,13 @@ ROLE_STATEMENTS: dict[str, ToolRole] = {
 @dataclass(frozen=True)
 class Pattern:
     """A linear-time (RE2) pattern: its source text and flags, compiled on first use (an event
-    that reaches none of a cached policy's patterns compiles none)."""
+    that reaches none of a policy's patterns compiles none, and a policy of thousands does not
+    keep thousands of compiled programs it may never run)."""
 
     source: str
     flags: str
     groups: tuple[str, ...] = ()
     """Named capture groups, in pattern order."""
-    compiled: InitVar[Any] = None
-    """The RE2 regex already compiled from them (the language compiles each pattern to check it)."""
-
-    def __post_init__(self, compiled: Any) -> None:
-        if compiled is not None:
-            object.__setattr__(self, "regex", compiled)
 
     @property
     def expression(self) -> str:

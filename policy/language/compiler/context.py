@@ -27,8 +27,16 @@ class Context:
     """Hints that are declared but failed to compile (already reported)."""
     used_hints: set[str] = field(default_factory=set)
 
+    by_kind: dict[str, list[Declaration]] = field(init=False)
+    """The composed declarations by kind, in their order: read once, asked for by every step."""
+
+    def __post_init__(self) -> None:
+        self.by_kind = {}
+        for declaration in self.composition.declarations.values():
+            self.by_kind.setdefault(declaration.kind, []).append(declaration)
+
     def declarations(self, kind: str) -> Iterator[Declaration]:
-        return (d for d in self.composition.declarations.values() if d.kind == kind)
+        return iter(self.by_kind.get(kind, ()))
 
     def declared(self, kind: str, name: str) -> bool:
         return (kind, name) in self.composition.declarations

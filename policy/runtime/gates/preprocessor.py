@@ -12,28 +12,72 @@ that the text keeps its length and every error its line and column.
 
 from __future__ import annotations
 
+import bisect
 import re
 
+_DIRECTIVE_START = re.compile(rb"^[ \t]*#", re.MULTILINE)
 _DIRECTIVE = re.compile(rb"[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b(.*)")
+_CONTINUED_COMMENT = re.compile(rb"/\*(?:[^*]|\*(?!/))*\*/(?=[ \t]*\\\r?\n)")
+_NOT_NEWLINE = re.compile(rb"[^\r\n]")
+_FUNCTION_DEFINE = re.compile(rb"[ \t]*#[ \t]*define[ \t]+\w+\(")
+"""A function-like macro's definition: its parameter list is grammar, its body a token list."""
+_HAS_INCLUDE = re.compile(rb"(?<=__has_include\()\s*<[^<>\n]*>")
+"""``__has_include(<version>)``'s header name, which tree-sitter reads as no expression: read as a name."""
 _FALSE = re.compile(rb"\s*0\s*(?:/[/*].*)?$")
-_MACRO_NAME = rb"(?:[A-Z][A-Z0-9]*_[A-Za-z0-9_]*|[A-Z][A-Z0-9]+)"
-"""An upper-case name, or one with an underscore starting upper-case (``DECLARE_PEM_rw``)."""
+_MACRO_NAME = rb"(?:_*[A-Z][A-Z0-9]*_[A-Za-z0-9_]*|_*[A-Z][A-Z0-9]+)"
+"""An upper-case name, or one with an underscore starting upper-case (``DECLARE_PEM_rw``,
+``__BEGIN_DECLS``)."""
 _MACRO_CALL = re.compile(rb"^[ \t]*(" + _MACRO_NAME + rb"[ \t]*\()", re.MULTILINE)
-_LINE_REST = re.compile(rb"[ \t]*(;?)[ \t]*(?://[^\n]*)?(?:\r?\n|$)\s*(.?)")
+_LINE_REST = re.compile(
+    rb"[ \t]*(;?)[ \t]*(?://[^\n]*)?(?:\r?\n|$)\s*(?:(?:/\*.{0,2048}?\*/|//[^\n]*)\s*)*(.?)", re.DOTALL)
+"""What follows a macro call: a ``;``, and the first character after the comments of the next lines."""
 _MACRO_LINE = re.compile(rb"^[ \t]*(" + _MACRO_NAME + rb")[ \t]*$", re.MULTILINE)
 """A line that is only a macro's name (``FMT_BEGIN_NAMESPACE``)."""
+_ALL_CAPS = rb"[A-Z][A-Z0-9]*_[A-Z0-9_]*"
+_SPECIFIER_MACRO = re.compile(rb"(?<![\w.>:])(" + _ALL_CAPS + rb")[ \t]+"
+                              rb"(?=[A-Za-z_]\w*\b[ \t]*(?:[A-Za-z_(*&<]|::))")
+"""An all-caps name with an underscore before a type and a name (``GTEST_API_ void f();``, ``FMT_CONSTEXPR
+inline T f(``): an export or attribute macro, which expands to a specifier or to nothing."""
+_CLASS_MACRO = re.compile(rb"\b(?:class|struct|union)[ \t]+(" + _ALL_CAPS + rb")[ \t]+"
+                          rb"(?=[A-Za-z_]\w*\b\s*(?::(?!:)|\{|final\b))")
+"""The same in a class head (``class GTEST_API_ Cardinality {``)."""
+_BEFORE_TYPE = re.compile(rb"(?<![\w.>:])([A-Za-z_]\w*)[ \t]+"
+                          rb"(?=(?:void|char|short|int|long|float|double|signed|unsigned|bool|_Bool)\b)")
+"""A name before a basic type (``__owur int f(``, ``ossl_noreturn void g(``): no type or declarator comes
+there, so unless it is a keyword (``unsigned int``) it is a macro that expands to a specifier or nothing."""
+_KEYWORDS = frozenset(b"""
+alignas alignof asm auto bool break case catch char class co_await co_return co_yield concept const
+consteval constexpr constinit const_cast continue decltype default delete do double dynamic_cast
+else enum explicit export extern float for friend goto if inline int long mutable namespace new
+noexcept operator private protected public register reinterpret_cast requires restrict return short
+signed sizeof static static_assert static_cast struct switch template this thread_local throw try
+typedef typeid typename union unsigned using virtual void volatile while _Alignas _Alignof _Atomic
+_Bool _Noreturn _Static_assert _Thread_local""".split())
+_ATTRIBUTE_NAME = rb"(?:__\w+|" + _ALL_CAPS + rb")"
+_TRAILING_ATTRIBUTE = re.compile(rb"[)\]][ \t]*(?:\r?\n[ \t]*)?(" + _ATTRIBUTE_NAME + rb")")
+"""An implementation's name or an all-caps macro after a declarator's ``)`` or ``]`` (glibc's ``__THROW``,
+``__nonnull ((1))``, ``__LOCK_ALIGNMENT``, fmt's ``FMT_DECLTYPE_RETURN(…)``): an attribute or a trailing
+return type, blanked with its arguments."""
+_DECLARATION_END = frozenset(b";,{=")
+_ALIGNMENT_MACRO = re.compile(rb"\b([A-Za-z_]\w*)[ \t]+(__[A-Z][A-Z0-9_]*)(?=[ \t]*[;,=])")
+"""An implementation's all-caps macro after a declarator's name (glibc's ``int __data __ONCE_ALIGNMENT;``)."""
+_TAG = re.compile(rb"(?:class|struct|union|enum)[ \t]+$")
 _CONTINUATION = frozenset(b".-+*/%&|^<>=?:,")
-"""What the line after a macro call without ``;`` may not start with (``ON_CALL(…)\n.Will…``)."""
+"""What the line after a macro call without ``;`` starts with when the call is an operand
+(``ON_CALL(…)\n.Will…``, ``ASSERT_DEATH(…)\n<< "…"``): the call is read as a name then."""
 _MACRO_SPAN = 4096
 """The longest macro call blanked, in bytes."""
 
 
-def blank_conditionals(data: bytes) -> bytes:
-    """``data`` with its conditional directives and all branches but the compiled-looking one blanked."""
+def blank_conditionals(data: bytes, foreign: re.Pattern[bytes] | None = None) -> bytes:
+    """``data`` with its conditional directives and all branches but the compiled-looking one blanked; a
+    branch with a line ``foreign`` matches (C++ in a C header) is one a compiler of this language skips."""
     lines = data.splitlines(keepends=True)
+    skipped = _foreign_branches(lines, foreign) if foreign is not None else set()
     out: list[bytes] = []
     open_branches: list[list[bool]] = []
     """Per open conditional: [a branch was kept, the branch being read is blanked]."""
+    branches = 0
     continued = False
     for line in lines:
         if continued:
@@ -46,29 +90,59 @@ def blank_conditionals(data: bytes) -> bytes:
             continue
         keyword = found.group(1)
         if keyword in (b"if", b"ifdef", b"ifndef"):
-            never = keyword == b"if" and _FALSE.match(found.group(2)) is not None
+            branches += 1
+            never = (keyword == b"if" and _FALSE.match(found.group(2)) is not None) or branches in skipped
             open_branches.append([not never, never])
         elif keyword == b"endif":
             if open_branches:
                 open_branches.pop()
         elif open_branches:
+            branches += 1
             branch = open_branches[-1]
-            branch[1] = branch[0]
-            branch[0] = True
+            branch[1] = branch[0] or branches in skipped
+            branch[0] = not branch[1] or branch[0]
         out.append(_blank(line))
         continued = line.rstrip(b"\r\n").endswith(b"\\")
     return b"".join(out)
 
 
+def _foreign_branches(lines: list[bytes], foreign: re.Pattern[bytes]) -> set[int]:
+    """The numbers (in order, from 1) of the branches that hold a line ``foreign`` matches outside a nested
+    conditional."""
+    found: set[int] = set()
+    current: list[int] = []
+    branches = 0
+    continued = False
+    for line in lines:
+        directive = None if continued else _DIRECTIVE.match(line)
+        if directive is not None:
+            keyword = directive.group(1)
+            if keyword == b"endif":
+                if current:
+                    current.pop()
+            elif keyword in (b"if", b"ifdef", b"ifndef") or current:
+                branches += 1
+                if keyword.startswith(b"if"):
+                    current.append(branches)
+                else:
+                    current[-1] = branches
+        elif not continued and current and foreign.match(line):
+            found.add(current[-1])
+        continued = line.rstrip(b"\r\n").endswith(b"\\")
+    return found
+
+
 def directives_only(data: bytes) -> bytes:
-    """``data`` with all but its ``#if``/``#elif`` lines blanked (an ``#elif`` read as an ``#if``) and one
-    ``#endif`` per such line after the end: the conditions' own errors keep their offsets."""
+    """``data`` with all but its ``#if``/``#elif`` lines and function-like ``#define`` lines blanked (an
+    ``#elif`` read as an ``#if``) and one ``#endif`` per ``#if`` after the end: the conditions' and
+    parameter lists' own errors keep their offsets, and a directive ends at its line's end, whatever the
+    code around it lacks."""
     out: list[bytes] = []
     opened = 0
     continued = False
     for line in data.splitlines(keepends=True):
         found = None if continued else _DIRECTIVE.match(line)
-        if continued:
+        if continued or (found is None and _FUNCTION_DEFINE.match(line)):
             out.append(line)
         elif found is None or found.group(1) in (b"else", b"endif"):
             out.append(_blank(line))
@@ -78,27 +152,141 @@ def directives_only(data: bytes) -> bytes:
             keyword = found.group(1)
             read_as = b"if" + keyword[4:] if keyword.startswith(b"elif") else keyword
             padding = b" " * (len(keyword) - len(read_as))
-            out.append(line[: found.start(1)] + read_as + padding + line[found.end(1) :])
+            condition = _HAS_INCLUDE.sub(lambda name: b"_" * len(name.group()), line[found.end(1) :])
+            out.append(line[: found.start(1)] + read_as + padding + condition)
         continued = line.rstrip(b"\r\n").endswith(b"\\")
     return b"".join(out) + b"\n#endif" * opened + b"\n"
 
 
-def blank_macro_calls(data: bytes) -> bytes:
-    """``data`` with each statement that is only a macro call blanked (``MOCK_METHOD(void, F, ());``: an
-    upper-case name, balanced parentheses, nothing after but a ``;``): the grammar cannot know what the
-    macro expands to, so it finds a ``;`` missing or an argument that is no expression."""
+def blank_continued_comments(data: bytes) -> bytes:
+    """``data`` with each block comment that a line continuation follows blanked (``x += 1; /* carry */ \\``
+    in a ``#define``): tree-sitter-c ends the directive there, though a comment is only a space."""
+    return _CONTINUED_COMMENT.sub(lambda found: _NOT_NEWLINE.sub(b" ", found.group()), data)
+
+
+def blank_open_directive(data: bytes) -> bytes:
+    """``data`` with the directive it ends inside blanked (its last line continued by a backslash, or not
+    ended yet): the rest of that directive is still to come, and what it holds so far belongs to it, not
+    to the code the text leaves open (``#define F(a) \\`` then ``  g(a); \\``)."""
+    body = data.rstrip(b" \t")
+    if data.endswith(b"\n") and not body.rstrip(b"\r\n").endswith(b"\\"):
+        return data
+    start = data.rfind(b"\n", 0, len(body.rstrip(b"\r\n"))) + 1
+    while start > 0 and data[: start - 1].rstrip(b"\r").endswith(b"\\"):
+        start = data.rfind(b"\n", 0, start - 1) + 1
+    if not data[start:].lstrip(b" \t").startswith(b"#"):
+        return data
     out = bytearray(data)
-    for found in _MACRO_LINE.finditer(data):
+    _blank_span(out, start, len(out))
+    return bytes(out)
+
+
+def blank_macro_calls(data: bytes) -> bytes:
+    """``data`` with the macros the grammar cannot expand blanked: each statement that is only a macro call
+    (``MOCK_METHOD(void, F, ());``: an upper-case name, balanced parentheses, nothing after but a ``;``), a
+    line that is only a macro's name, and an export or attribute macro before a declaration
+    (``_SPECIFIER_MACRO``): the grammar cannot know what the macro expands to, so it finds a ``;`` missing,
+    an argument that is no expression or two types in a row."""
+    out = bytearray(data)
+    directives = _directive_spans(data)
+
+    def code(found: re.Match[bytes]) -> bool:
+        return bisect.bisect_right(directives, found.start()) % 2 == 0  # a directive's text is its own
+
+    for found in filter(code, _MACRO_LINE.finditer(data)):
         _blank_span(out, found.start(1), found.end(1))
-    for found in _MACRO_CALL.finditer(data):
+    for found in filter(code, _SPECIFIER_MACRO.finditer(data)):
+        if _TAG.search(data, data.rfind(b"\n", 0, found.start()) + 1, found.start()) is None:  # a tag: a type
+            _blank_span(out, found.start(1), found.end(1))
+    for found in filter(code, _CLASS_MACRO.finditer(data)):
+        _blank_span(out, found.start(1), found.end(1))
+    for found in filter(code, _BEFORE_TYPE.finditer(data)):
+        if found.group(1) not in _KEYWORDS:
+            _blank_span(out, found.start(1), found.end(1))
+    for found in filter(code, _TRAILING_ATTRIBUTE.finditer(data)):
+        _blank_attributes(data, out, found.start(1), data[found.start()] == 41)
+    for found in filter(code, _ALIGNMENT_MACRO.finditer(data)):
+        if found.group(1) not in _KEYWORDS:
+            _blank_span(out, found.start(2), found.end(2))
+    for found in filter(code, _MACRO_CALL.finditer(data)):
         end = _balanced_end(data, found.end() - 1)
         if end is None or _continues_declaration(out, found.start(1)):
             continue
         rest = _LINE_REST.match(data, end)
-        if rest is None or (not rest.group(1) and rest.group(2) and rest.group(2)[0] in _CONTINUATION):
+        if rest is None:
             continue
-        _blank_span(out, found.start(1), end)
+        if not rest.group(1) and rest.group(2) and rest.group(2)[0] in _CONTINUATION:
+            out[found.start(1) : end] = _NOT_NEWLINE.sub(b"_", data[found.start(1) : end])  # an operand
+        else:
+            _blank_span(out, found.start(1), end)
     return bytes(out)
+
+
+def _directive_spans(data: bytes) -> list[int]:
+    """Start and end offsets of every directive (continued lines included), in one sorted list."""
+    spans: list[int] = []
+    for found in _DIRECTIVE_START.finditer(data):
+        if spans and found.start() < spans[-1]:
+            continue  # a line continuing the directive before
+        end = data.find(b"\n", found.start())
+        while end > 0 and data[:end].rstrip(b"\r").endswith(b"\\"):
+            end = data.find(b"\n", end + 1)
+        spans += [found.start(), len(data) if end < 0 else end]
+    return spans
+
+
+def _blank_attributes(data: bytes, out: bytearray, start: int, after_parenthesis: bool) -> None:
+    """Blank the attribute macros from ``start`` on (each with its argument list) when a declaration's end
+    follows them and, after a ``)``, that ``)`` closes a parameter list (``f (int a) __THROW;``, not the
+    cast in ``(size_t) __n;``)."""
+    if after_parenthesis and not _closes_parameters(data, data.rfind(b")", 0, start)):
+        return
+    spans, index = [], start
+    while (name := _ATTRIBUTE.match(data, index)) is not None:
+        end = name.end()
+        arguments = _skip_spaces(data, end)
+        if data[arguments : arguments + 1] == b"(":
+            closed = _balanced_end(data, arguments)
+            if closed is None:
+                return
+            end = closed
+        spans.append((name.start(), end))
+        index = _skip_spaces(data, end)
+    if spans and data[index : index + 1] and data[index] in _DECLARATION_END:
+        for span_start, span_end in spans:
+            _blank_span(out, span_start, span_end)
+
+
+def _closes_parameters(data: bytes, close: int) -> bool:
+    """Whether the ``)`` at ``close`` ends a parameter list: its ``(`` follows a name that is no keyword, or
+    a ``)`` (``(*f)(int)``)."""
+    depth, index = 0, close
+    limit = max(0, close - _MACRO_SPAN)
+    while index >= limit:
+        byte = data[index]
+        if byte == 41:
+            depth += 1
+        elif byte == 40:
+            depth -= 1
+            if depth == 0:
+                break
+        index -= 1
+    else:
+        return False
+    before = data[max(0, index - 64) : index].rstrip()
+    name = _LAST_NAME.search(before)
+    return before.endswith(b")") or (name is not None and name.group() not in _KEYWORDS)
+
+
+_ATTRIBUTE = re.compile(_ATTRIBUTE_NAME)
+
+
+def _skip_spaces(data: bytes, index: int) -> int:
+    while index < len(data) and data[index] in _BLANKS:
+        index += 1
+    return index
+
+_LAST_NAME = re.compile(rb"[A-Za-z_]\w*$")
 
 
 def _continues_declaration(out: bytearray, start: int) -> bool:
@@ -107,8 +295,8 @@ def _continues_declaration(out: bytearray, start: int) -> bool:
     end = start
     while end > 0 and out[end - 1] in _BLANKS:  # back over the blanks only: no copy of what precedes
         end -= 1
-    line = bytes(out[out.rfind(b"\n", 0, end) + 1 : end]).strip()
-    if not line or line.startswith((b"//", b"#", b"*", b"/*")) or line.endswith(b"*/"):
+    line = bytes(out[out.rfind(b"\n", 0, end) + 1 : end]).split(b"//", 1)[0].strip()  # a comment ends it
+    if not line or line.startswith((b"#", b"*", b"/*")) or line.endswith(b"*/"):
         return False
     return line[-1:].isalnum() or line[-1:] in b"_*&,=("
 
@@ -123,8 +311,10 @@ def _blank_span(out: bytearray, start: int, end: int) -> None:
 
 
 def _balanced_end(data: bytes, start: int) -> int | None:
-    """The offset after the ``)`` matching the ``(`` at ``start``, skipping strings and comments."""
+    """The offset after the ``)`` matching the ``(`` at ``start``, skipping strings and comments; a ``;``
+    only on the line the ``)`` ends (``ASSERT_DEATH(f(); return, "")``), no brace."""
     depth, index, limit = 0, start, min(len(data), start + _MACRO_SPAN)
+    statement = False
     while index < limit:
         byte = data[index]
         if byte in b"\"'":
@@ -145,7 +335,9 @@ def _balanced_end(data: bytes, start: int) -> int | None:
             depth -= 1
             if depth == 0:
                 return index + 1
-        elif byte in b";{}":
+        elif byte == 59:
+            statement = True
+        elif byte in b"{}" or (byte == 10 and statement):
             return None
         index += 1
     return None

@@ -1,0 +1,168 @@
+"""The C and C++ gates: what the preprocessor shapes, and what tree-sitter-c/-cpp read wrongly."""
+
+from __future__ import annotations
+
+import pytest
+
+from policy.runtime.gates.grammars import parser
+from policy.runtime.gates.syntax_tree import check_syntax_tree
+
+
+def status(language: str, text: str, before: str | None = None) -> str:
+    return check_syntax_tree(language, text, partial=True, before=before).status
+
+
+@pytest.mark.parametrize(("language", "text", "broken"), [
+    # export and attribute macros before a declaration expand to a specifier or to nothing
+    ("cpp", "class GTEST_API_ Cardinality {\n public:\n  Cardinality() {}\n  int n;\n};\n",
+     "class GTEST_API_ Cardinality {\n public:\n  Cardinality() {}\n  int n(;\n};\n"),
+    ("cpp", "template <class M>\nclass GTEST_EMPTY_BASE NiceMock\n    : private Impl<M> {\n  int n;\n};\n",
+     "template <class M>\nclass GTEST_EMPTY_BASE NiceMock\n    : private Impl<M> {\n  int n(;\n};\n"),
+    ("cpp", "namespace a {\nGTEST_API_ std::string Join(const Strings& values);\nint x;\n}\n",
+     "namespace a {\nGTEST_API_ std::string Join(const Strings& values;\nint x;\n}\n"),
+    ("cpp", "template <typename T>\nFMT_CONSTEXPR inline T f(T a) {\n  return a;\n}\n"
+     "constexpr FMT_INLINE int g(int a) { return a; }\n",
+     "template <typename T>\nFMT_CONSTEXPR inline T f(T a) {\n  return (a;\n}\n"
+     "constexpr FMT_INLINE int g(int a) { return a; }\n"),
+    ("c", "CURL_EXTERN void curl_free(void *p);\nint x;\n", "CURL_EXTERN void curl_free(void *p;\nint x;\n"),
+    # an operator called by name through `->` or `.`
+    ("cpp", "struct R {\n  int f(int n) { return *(this->operator+(n)); }\n"
+     "  bool g() { return a.operator bool(); }\n};\n",
+     "struct R {\n  int f(int n) { return *(this->operator+(n); }\n"
+     "  bool g() { return a.operator bool(); }\n};\n"),
+    # a switch whose body is one statement
+    ("cpp", "void f() {\n  switch (0)\n  default:\n    g();\n}\n",
+     "void f() {\n  switch (0)\n  default:\n    g(;\n}\n"),
+    ("c", "void f(void) {\n  switch (a) case 1: g();\n}\n", "void f(void) {\n  switch (a) case 1: g(;\n}\n"),
+    # a macro call with statements in its arguments
+    ("cpp", "void f() {\n  ASSERT_DEATH(LOG(INFO) << \"a\"; return, \"\")\n      << \"b\";\n}\n",
+     "void f() {\n  ASSERT_DEATH(LOG(INFO) << \"a\"; return, \"\")\n      << \"b\";\n  g(;\n}\n"),
+    # macro calls after a line that a comment ends
+    ("cpp", "K_(char, kInt);  // NOLINT\nK_(short, kInt);  // NOLINT\nK_(int, kInt);\n",
+     "K_(char, kInt);  // NOLINT\nK_(short, kInt);  // NOLINT\nint f(;\nK_(int, kInt);\n"),
+    # an unnamed pointer with a default, a comma expression in a decltype, a macro as a template parameter
+    ("cpp", "template <typename T>\nA(const T& s, typename E<T>::type*\n  /*on*/\n  = nullptr);\nint x;\n",
+     "template <typename T>\nA(const T& s, typename E<T>::type*\n  /*on*/\n  = nullptr;\nint x;\n"),
+    ("cpp", "template <typename U>\nstatic auto check(U* p) -> decltype((void)p->find('a'), int());\n",
+     "template <typename U>\nstatic auto check(U* p) -> decltype((void)p->find('a', int());\nint x;\n"),
+    ("cpp", "template <typename T, FMT_ENABLE_IF(!is_x<T>::value &&\n  !is_y<T>::value)>\nvoid f(T a);\n",
+     "template <typename T, FMT_ENABLE_IF(!is_x<T>::value &&\n  !is_y<T>::value)>\nvoid f(T a;\nint x;\n"),
+    # a macro after a parameter list: a trailing return type, an attribute
+    ("cpp", "template <typename T>\nauto begin(T&& r) FMT_DECLTYPE_RETURN(static_cast<T&&>(r).begin());\n",
+     "template <typename T>\nauto begin(T&& r) FMT_DECLTYPE_RETURN(static_cast<T&&>(r).begin();\nint x;\n"),
+    ("c", "struct s {\n  unsigned int __g_refs[2] __LOCK_ALIGNMENT;\n  int __data __ONCE_ALIGNMENT;\n};\n",
+     "struct s {\n  unsigned int __g_refs[2] __LOCK_ALIGNMENT;\n  int __data __ONCE_ALIGNMENT;\n;\nint x;\n"),
+    ("c", "extern int ftime (struct timeb *t)\n  __nonnull ((1)) __THROW;\nint x;\n",
+     "extern int ftime (struct timeb *t\n  __nonnull ((1)) __THROW;\nint x;\n"),
+])
+def test_valid_code_the_grammar_cannot_parse_is_allowed(language: str, text: str, broken: str) -> None:
+    assert parser(language).parse(text.encode()).root_node.has_error
+    assert status(language, text) == "valid"
+    assert status(language, broken) == "invalid"
+
+
+def test_a_cast_before_a_reserved_name_keeps_it() -> None:
+    # `(size_t) __n;` is a cast: `__n` is no attribute of a declarator, so it is not blanked
+    assert check_syntax_tree("c", "#define X\nint f(void) {\n  return (int) __n;\n}\nint g(;\n",
+                             partial=False).problem.line == 5  # type: ignore[union-attr]
+
+
+def test_a_type_name_after_a_tag_keyword_is_not_read_as_a_macro() -> None:
+    # `struct NODE_T f(` names a type: blanking NODE_T would leave `struct f(`, an error of the gate's making
+    text = "struct NODE_T f(int a);\nstruct NODE_T g(int b);\nint h(;\n"
+    assert check_syntax_tree("c", text, partial=False).problem.line == 3  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("prefix", [
+    "int x;\n#if defined(A) || \\\n",                                       # a condition continued
+    "int x;\n#if defined(A) || \\\n    defined(B",                           # not ended yet
+    '#ifdef __cplusplus\nextern "C" {\n#endif\n#define F(a) \\\n  { int x = a; \\\n',  # a macro's body
+])
+def test_a_text_that_ends_inside_a_directive_is_incomplete(prefix: str) -> None:
+    assert status("c", prefix) == "incomplete"
+
+
+@pytest.mark.parametrize("text", [
+    "#define LL_MUL32(r, a) { \\\n  _y1 += _y2;   /* can't carry */ \\\n  (r).hi = _y3; \\\n}\nint x;\n",
+    "#ifdef __has_include\n#if __has_include(<version>)\n#include <version>\n#endif\n#endif\nint x;\n",
+])
+def test_directives_tree_sitter_misreads_are_valid(text: str) -> None:
+    lines = text.splitlines(keepends=True)
+    assert status("c", text) == "valid"
+    assert status("c", text, before="".join(lines[:2])) == "valid"  # an append after the first two lines
+
+
+CPP_IN_A_C_HEADER = (
+    "#ifndef A_H\n#define A_H\n#include <stddef.h>\n#if U_SHOW_CPLUSPLUS_API\nnamespace icu {\n"
+    "class U_API Piece : public UMemory {\n public:\n  Piece() {}\n};\n}\n#else\nint piece(void);\n#endif\n"
+    "int after(void);\n#endif\n"
+)
+
+
+def test_cpp_in_a_c_header_is_a_branch_a_c_compiler_skips() -> None:
+    assert status("c", CPP_IN_A_C_HEADER) == "valid"
+    assert status("cpp", CPP_IN_A_C_HEADER) == "valid"
+    assert status("c", CPP_IN_A_C_HEADER.replace("int piece(void)", "int piece(void")) == "invalid"  # kept
+
+
+def test_a_statement_line_ends_with_its_semicolon() -> None:
+    # a deleted `)` before the `;`: no append closes what the `;` ended, though the grammar reads on
+    text = "struct s {\n\tint tag[];\n} __attribute__((packed);\n\n#endif\n"
+    verdict = check_syntax_tree("c", text, partial=True)
+    assert (verdict.status, verdict.problem.line if verdict.problem else None) == ("invalid", 3)
+    assert status("c", "void f(void) {\n  for (i = 0;\n") == "incomplete"  # a `for` header goes on
+
+
+def test_a_macros_parameter_list_ends_with_its_line() -> None:
+    broken = "int x;\n#define F(a, b \\\n  a + b\n\n#endif\n"  # only a directive follows the broken line
+    verdict = check_syntax_tree("c", broken, partial=True)
+    assert (verdict.status, verdict.problem.line if verdict.problem else None) == ("invalid", 2)
+
+
+@pytest.mark.parametrize(("text", "line"), [
+    # a deleted `}`: tree-sitter-cpp reads `catch (...) {` as a nested function named `catch`
+    ("void f() {\n  try {\n    g();\n  catch (...) {\n    h();\n  }\n  try {\n    g();\n", 4),
+    # a deleted `}` before the next function: read as a function defined inside the one before
+    ("int f(int a) {\n  if (a) {\n    return 1;\n\n  return 0;\n}\n\ninline int g() {\n  return 2;\n", 8),
+    # a class body's `}` deleted: a macro's body read as a member function with no type
+    ("class A : public T {\n;\n\nTEST_F(A, B) {\n  x();\n}\n\nTEST_F(A, C) {\n", 4),
+    # a deleted `)`: the body read as braces around `const` read as a name
+    ("TEST(MessageTest, DefaultConstructor {\n  const Message msg;\n  EXPECT_EQ(1, msg);\n}\n\nint x;\n", 2),
+])
+def test_what_tree_sitter_cpp_reads_into_a_deleted_brace_is_an_error(text: str, line: int) -> None:
+    verdict = check_syntax_tree("cpp", text, partial=True)
+    assert (verdict.status, verdict.problem.line if verdict.problem else None) == ("invalid", line)
+
+
+@pytest.mark.parametrize("prefix", [
+    "void f() {\n  try {\n    g();\n  } catch (...) {\n    h();\n  }\n",
+    "class A {\n public:\n  A() {}\n  ~A() {}\n  explicit operator bool() const { return true; }\n",
+    "template <typename T>\nstruct B<T*> {\n  B() {}\n",
+    "template <typename OutputIt,\n          typename Enable = typename std::is_void<OutputIt>::type>\n",
+    "namespace a {\ntemplate <typename OutputIt,\n          typename Enable = typename std::is_void<\n",
+])
+def test_cpp_prefixes_stay_incomplete(prefix: str) -> None:
+    assert status("cpp", prefix) == "incomplete"
+
+
+@pytest.mark.parametrize(("language", "prefix"), [
+    ("c", "typedef enum {\n    A,\n    B,\n"),                               # `} _;`: a typedef's name
+    ("c", "struct p {\n\tint cmd;\n\n\tunion {\n\t\tstruct {\n\t\t\tint s;\n"),   # members' `};`
+    ("c", 'extern "C" {\ntypedef struct s {\n  int *type;\n  /* content\n'),  # a comment, then `} _;}`
+])
+def test_a_struct_body_closes_with_a_name_and_semicolon(language: str, prefix: str) -> None:
+    assert status(language, prefix) == "incomplete"
+
+
+@pytest.mark.parametrize("language", ["c", "cpp"])
+def test_a_string_a_line_break_ends_is_broken_whatever_follows(language: str) -> None:
+    text = 'void f(void) {\n  g("once.\\n);\n  h();\n  }\n\n'
+    verdict = check_syntax_tree(language, text + "#if X\n", partial=True)
+    assert (verdict.status, verdict.problem.line if verdict.problem else None) == ("invalid", 2)
+    assert status(language, 'void f(void) {\n  g("a \\\n  b");\n  const char *r = "x";\n') == "incomplete"
+
+
+def test_cpp_raw_strings_span_lines() -> None:
+    assert status("cpp", 'const char *s = R"x(one\ntwo "\n)x";\nint a(;\nint b;\n') == "invalid"
+    assert status("cpp", 'const char *s = R"x(one\ntwo "\n)x";\nint a;\n') == "valid"
+    assert status("cpp", 'int a(;\nconst char *s = R"(one\ntwo "\n') == "invalid"
