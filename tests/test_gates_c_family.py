@@ -30,6 +30,13 @@ def status(language: str, text: str, before: str | None = None) -> str:
      "  bool g() { return a.operator bool(); }\n};\n",
      "struct R {\n  int f(int n) { return *(this->operator+(n); }\n"
      "  bool g() { return a.operator bool(); }\n};\n"),
+    # a switch whose body is one statement
+    ("cpp", "void f() {\n  switch (0)\n  default:\n    g();\n}\n",
+     "void f() {\n  switch (0)\n  default:\n    g(;\n}\n"),
+    ("c", "void f(void) {\n  switch (a) case 1: g();\n}\n", "void f(void) {\n  switch (a) case 1: g(;\n}\n"),
+    # a macro call with statements in its arguments
+    ("cpp", "void f() {\n  ASSERT_DEATH(LOG(INFO) << \"a\"; return, \"\")\n      << \"b\";\n}\n",
+     "void f() {\n  ASSERT_DEATH(LOG(INFO) << \"a\"; return, \"\")\n      << \"b\";\n  g(;\n}\n"),
     # macro calls after a line that a comment ends
     ("cpp", "K_(char, kInt);  // NOLINT\nK_(short, kInt);  // NOLINT\nK_(int, kInt);\n",
      "K_(char, kInt);  // NOLINT\nK_(short, kInt);  // NOLINT\nint f(;\nK_(int, kInt);\n"),
@@ -43,6 +50,8 @@ def status(language: str, text: str, before: str | None = None) -> str:
     # a macro after a parameter list: a trailing return type, an attribute
     ("cpp", "template <typename T>\nauto begin(T&& r) FMT_DECLTYPE_RETURN(static_cast<T&&>(r).begin());\n",
      "template <typename T>\nauto begin(T&& r) FMT_DECLTYPE_RETURN(static_cast<T&&>(r).begin();\nint x;\n"),
+    ("c", "struct s {\n  unsigned int __g_refs[2] __LOCK_ALIGNMENT;\n  int __data __ONCE_ALIGNMENT;\n};\n",
+     "struct s {\n  unsigned int __g_refs[2] __LOCK_ALIGNMENT;\n  int __data __ONCE_ALIGNMENT;\n;\nint x;\n"),
     ("c", "extern int ftime (struct timeb *t)\n  __nonnull ((1)) __THROW;\nint x;\n",
      "extern int ftime (struct timeb *t\n  __nonnull ((1)) __THROW;\nint x;\n"),
 ])
@@ -71,6 +80,37 @@ def test_a_type_name_after_a_tag_keyword_is_not_read_as_a_macro() -> None:
 ])
 def test_a_text_that_ends_inside_a_directive_is_incomplete(prefix: str) -> None:
     assert status("c", prefix) == "incomplete"
+
+
+@pytest.mark.parametrize("text", [
+    "#define LL_MUL32(r, a) { \\\n  _y1 += _y2;   /* can't carry */ \\\n  (r).hi = _y3; \\\n}\nint x;\n",
+    "#ifdef __has_include\n#if __has_include(<version>)\n#include <version>\n#endif\n#endif\nint x;\n",
+])
+def test_directives_tree_sitter_misreads_are_valid(text: str) -> None:
+    lines = text.splitlines(keepends=True)
+    assert status("c", text) == "valid"
+    assert status("c", text, before="".join(lines[:2])) == "valid"  # an append after the first two lines
+
+
+CPP_IN_A_C_HEADER = (
+    "#ifndef A_H\n#define A_H\n#include <stddef.h>\n#if U_SHOW_CPLUSPLUS_API\nnamespace icu {\n"
+    "class U_API Piece : public UMemory {\n public:\n  Piece() {}\n};\n}\n#else\nint piece(void);\n#endif\n"
+    "int after(void);\n#endif\n"
+)
+
+
+def test_cpp_in_a_c_header_is_a_branch_a_c_compiler_skips() -> None:
+    assert status("c", CPP_IN_A_C_HEADER) == "valid"
+    assert status("cpp", CPP_IN_A_C_HEADER) == "valid"
+    assert status("c", CPP_IN_A_C_HEADER.replace("int piece(void)", "int piece(void")) == "invalid"  # kept
+
+
+def test_a_statement_line_ends_with_its_semicolon() -> None:
+    # a deleted `)` before the `;`: no append closes what the `;` ended, though the grammar reads on
+    text = "struct s {\n\tint tag[];\n} __attribute__((packed);\n\n#endif\n"
+    verdict = check_syntax_tree("c", text, partial=True)
+    assert (verdict.status, verdict.problem.line if verdict.problem else None) == ("invalid", 3)
+    assert status("c", "void f(void) {\n  for (i = 0;\n") == "incomplete"  # a `for` header goes on
 
 
 def test_a_macros_parameter_list_ends_with_its_line() -> None:

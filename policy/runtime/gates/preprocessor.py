@@ -17,8 +17,12 @@ import re
 
 _DIRECTIVE_START = re.compile(rb"^[ \t]*#", re.MULTILINE)
 _DIRECTIVE = re.compile(rb"[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b(.*)")
+_CONTINUED_COMMENT = re.compile(rb"/\*(?:[^*]|\*(?!/))*\*/(?=[ \t]*\\\r?\n)")
+_NOT_NEWLINE = re.compile(rb"[^\r\n]")
 _FUNCTION_DEFINE = re.compile(rb"[ \t]*#[ \t]*define[ \t]+\w+\(")
 """A function-like macro's definition: its parameter list is grammar, its body a token list."""
+_HAS_INCLUDE = re.compile(rb"(?<=__has_include\()\s*<[^<>\n]*>")
+"""``__has_include(<version>)``'s header name, which tree-sitter reads as no expression: read as a name."""
 _FALSE = re.compile(rb"\s*0\s*(?:/[/*].*)?$")
 _MACRO_NAME = rb"(?:_*[A-Z][A-Z0-9]*_[A-Za-z0-9_]*|_*[A-Z][A-Z0-9]+)"
 """An upper-case name, or one with an underscore starting upper-case (``DECLARE_PEM_rw``,
@@ -55,19 +59,25 @@ _TRAILING_ATTRIBUTE = re.compile(rb"[)\]][ \t]*(?:\r?\n[ \t]*)?(" + _ATTRIBUTE_N
 ``__nonnull ((1))``, ``__LOCK_ALIGNMENT``, fmt's ``FMT_DECLTYPE_RETURN(…)``): an attribute or a trailing
 return type, blanked with its arguments."""
 _DECLARATION_END = frozenset(b";,{=")
+_ALIGNMENT_MACRO = re.compile(rb"\b([A-Za-z_]\w*)[ \t]+(__[A-Z][A-Z0-9_]*)(?=[ \t]*[;,=])")
+"""An implementation's all-caps macro after a declarator's name (glibc's ``int __data __ONCE_ALIGNMENT;``)."""
 _TAG = re.compile(rb"(?:class|struct|union|enum)[ \t]+$")
 _CONTINUATION = frozenset(b".-+*/%&|^<>=?:,")
-"""What the line after a macro call without ``;`` may not start with (``ON_CALL(…)\n.Will…``)."""
+"""What the line after a macro call without ``;`` starts with when the call is an operand
+(``ON_CALL(…)\n.Will…``, ``ASSERT_DEATH(…)\n<< "…"``): the call is read as a name then."""
 _MACRO_SPAN = 4096
 """The longest macro call blanked, in bytes."""
 
 
-def blank_conditionals(data: bytes) -> bytes:
-    """``data`` with its conditional directives and all branches but the compiled-looking one blanked."""
+def blank_conditionals(data: bytes, foreign: re.Pattern[bytes] | None = None) -> bytes:
+    """``data`` with its conditional directives and all branches but the compiled-looking one blanked; a
+    branch with a line ``foreign`` matches (C++ in a C header) is one a compiler of this language skips."""
     lines = data.splitlines(keepends=True)
+    skipped = _foreign_branches(lines, foreign) if foreign is not None else set()
     out: list[bytes] = []
     open_branches: list[list[bool]] = []
     """Per open conditional: [a branch was kept, the branch being read is blanked]."""
+    branches = 0
     continued = False
     for line in lines:
         if continued:
@@ -80,18 +90,46 @@ def blank_conditionals(data: bytes) -> bytes:
             continue
         keyword = found.group(1)
         if keyword in (b"if", b"ifdef", b"ifndef"):
-            never = keyword == b"if" and _FALSE.match(found.group(2)) is not None
+            branches += 1
+            never = (keyword == b"if" and _FALSE.match(found.group(2)) is not None) or branches in skipped
             open_branches.append([not never, never])
         elif keyword == b"endif":
             if open_branches:
                 open_branches.pop()
         elif open_branches:
+            branches += 1
             branch = open_branches[-1]
-            branch[1] = branch[0]
-            branch[0] = True
+            branch[1] = branch[0] or branches in skipped
+            branch[0] = not branch[1] or branch[0]
         out.append(_blank(line))
         continued = line.rstrip(b"\r\n").endswith(b"\\")
     return b"".join(out)
+
+
+def _foreign_branches(lines: list[bytes], foreign: re.Pattern[bytes]) -> set[int]:
+    """The numbers (in order, from 1) of the branches that hold a line ``foreign`` matches outside a nested
+    conditional."""
+    found: set[int] = set()
+    current: list[int] = []
+    branches = 0
+    continued = False
+    for line in lines:
+        directive = None if continued else _DIRECTIVE.match(line)
+        if directive is not None:
+            keyword = directive.group(1)
+            if keyword == b"endif":
+                if current:
+                    current.pop()
+            elif keyword in (b"if", b"ifdef", b"ifndef") or current:
+                branches += 1
+                if keyword.startswith(b"if"):
+                    current.append(branches)
+                else:
+                    current[-1] = branches
+        elif not continued and current and foreign.match(line):
+            found.add(current[-1])
+        continued = line.rstrip(b"\r\n").endswith(b"\\")
+    return found
 
 
 def directives_only(data: bytes) -> bytes:
@@ -114,9 +152,16 @@ def directives_only(data: bytes) -> bytes:
             keyword = found.group(1)
             read_as = b"if" + keyword[4:] if keyword.startswith(b"elif") else keyword
             padding = b" " * (len(keyword) - len(read_as))
-            out.append(line[: found.start(1)] + read_as + padding + line[found.end(1) :])
+            condition = _HAS_INCLUDE.sub(lambda name: b"_" * len(name.group()), line[found.end(1) :])
+            out.append(line[: found.start(1)] + read_as + padding + condition)
         continued = line.rstrip(b"\r\n").endswith(b"\\")
     return b"".join(out) + b"\n#endif" * opened + b"\n"
+
+
+def blank_continued_comments(data: bytes) -> bytes:
+    """``data`` with each block comment that a line continuation follows blanked (``x += 1; /* carry */ \\``
+    in a ``#define``): tree-sitter-c ends the directive there, though a comment is only a space."""
+    return _CONTINUED_COMMENT.sub(lambda found: _NOT_NEWLINE.sub(b" ", found.group()), data)
 
 
 def blank_open_directive(data: bytes) -> bytes:
@@ -160,14 +205,20 @@ def blank_macro_calls(data: bytes) -> bytes:
             _blank_span(out, found.start(1), found.end(1))
     for found in filter(code, _TRAILING_ATTRIBUTE.finditer(data)):
         _blank_attributes(data, out, found.start(1), data[found.start()] == 41)
+    for found in filter(code, _ALIGNMENT_MACRO.finditer(data)):
+        if found.group(1) not in _KEYWORDS:
+            _blank_span(out, found.start(2), found.end(2))
     for found in filter(code, _MACRO_CALL.finditer(data)):
         end = _balanced_end(data, found.end() - 1)
         if end is None or _continues_declaration(out, found.start(1)):
             continue
         rest = _LINE_REST.match(data, end)
-        if rest is None or (not rest.group(1) and rest.group(2) and rest.group(2)[0] in _CONTINUATION):
+        if rest is None:
             continue
-        _blank_span(out, found.start(1), end)
+        if not rest.group(1) and rest.group(2) and rest.group(2)[0] in _CONTINUATION:
+            out[found.start(1) : end] = _NOT_NEWLINE.sub(b"_", data[found.start(1) : end])  # an operand
+        else:
+            _blank_span(out, found.start(1), end)
     return bytes(out)
 
 
@@ -260,8 +311,10 @@ def _blank_span(out: bytearray, start: int, end: int) -> None:
 
 
 def _balanced_end(data: bytes, start: int) -> int | None:
-    """The offset after the ``)`` matching the ``(`` at ``start``, skipping strings and comments."""
+    """The offset after the ``)`` matching the ``(`` at ``start``, skipping strings and comments; a ``;``
+    only on the line the ``)`` ends (``ASSERT_DEATH(f(); return, "")``), no brace."""
     depth, index, limit = 0, start, min(len(data), start + _MACRO_SPAN)
+    statement = False
     while index < limit:
         byte = data[index]
         if byte in b"\"'":
@@ -282,7 +335,9 @@ def _balanced_end(data: bytes, start: int) -> int | None:
             depth -= 1
             if depth == 0:
                 return index + 1
-        elif byte in b";{}":
+        elif byte == 59:
+            statement = True
+        elif byte in b"{}" or (byte == 10 and statement):
             return None
         index += 1
     return None

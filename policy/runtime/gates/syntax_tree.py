@@ -31,9 +31,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from policy.runtime.gates.grammars import GRAMMARS, Grammar, GrammarUnavailable, parser
+from policy.runtime.gates.grammars import GRAMMARS, Grammar, GrammarUnavailable, StandIn, parser
 from policy.runtime.gates.preprocessor import (
     blank_conditionals,
+    blank_continued_comments,
     blank_macro_calls,
     blank_open_directive,
     directives_only,
@@ -53,6 +54,7 @@ FILLERS = (b" _", b" _;", b" : _", b" {}")
 """Text tried after an unfinished statement (``x =``, ``a ?`` …, a declaration header with no body)."""
 _CLOSED_KINDS = ("string", "comment", "heredoc", "template", "text_block", "raw", "quote", "attribute_value")
 _SNIPPET_TEXT = 30
+_FOR_HEADER = re.compile(rb"\bfor\s*\(")
 _FINISHED = (b")", b"]", b"}", b";", b"end")
 """How a finished line ends: an error the completion leaves at its first token is no cut-off statement (an
 ``end`` inside a hash, a method header inside a method)."""
@@ -91,37 +93,46 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> 
     """``valid``, ``incomplete`` or ``invalid`` with the error sites that stand."""
     tree = tree_parser.parse(data)
     if not tree.root_node.has_error:
-        return "valid", []
+        broken = _line_broken_strings(grammar, data) if grammar.lenient_strings else []
+        return ("invalid", broken) if broken else ("valid", [])
     errors = _errors(tree, grammar)
     conditions: list[Site] = []
     complete = "valid"
     if grammar.conditionals:
+        data = blank_continued_comments(data)
         if partial:
             cut = blank_open_directive(data)
             complete, data = ("incomplete", cut) if cut != data else (complete, data)
         conditions = [site for site in error_sites(tree_parser.parse(directives_only(data)))
                       if site.start < len(data)]
-        data = blank_macro_calls(blank_conditionals(data))
+        data = blank_macro_calls(blank_conditionals(data, grammar.foreign))
     if grammar.stand_ins or grammar.conditionals:
         data = _stand_in(data, grammar)
         tree = tree_parser.parse(data)
         errors = _errors(tree, grammar)
         if not errors:
             return ("invalid", conditions) if conditions else (complete, [])
-    if grammar.line_strings is not None:
-        conditions += [Site(found.end() - 1, found.end() - 1, found.group()[:1].decode())
-                       for found in grammar.line_strings.finditer(data)
-                       if found.group()[:1] in b"\"'" and found.group().endswith(b"\n")]
+    conditions += _line_broken_strings(grammar, data)
     if not partial:
         return "invalid", conditions + errors
     first: list[Site] | None = None
     for suffix, closed in _completions(tree_parser, grammar, data, tree):
-        standing = _standing(data, tree_parser.parse(data + suffix), closed, grammar)
+        completed = tree_parser.parse(data + suffix)
+        standing = _standing(data, completed, closed, grammar) or _unclosed_calls(grammar, data, completed)
         if not standing:
             return ("invalid", conditions) if conditions else ("incomplete", [])
         first = standing if first is None else first
     assert first is not None
     return "invalid", conditions + first
+
+
+def _line_broken_strings(grammar: Grammar, data: bytes) -> list[Site]:
+    """Strings a line break ends, where the language says so (``Grammar.line_strings``)."""
+    if grammar.line_strings is None:
+        return []
+    return [Site(found.end() - 1, found.end() - 1, found.group()[:1].decode())
+            for found in grammar.line_strings.finditer(data)
+            if found.group()[:1] in b"\"'" and found.group().endswith(b"\n")]
 
 
 def completions(name: str, text: str) -> list[str]:
@@ -143,6 +154,9 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any) -> 
     statement_end = (grammar.terminator.encode(),) if grammar.terminator else ()
     for filler in (b"", *FILLERS, *grammar.fillers, *statement_end):
         yield filler + close, False
+    for pattern, filler in grammar.continued:
+        if pattern.search(data, max(0, len(data) - 80)):
+            yield filler + close, False
     angled = closers(tree, grammar, angles=True) if grammar.angles else close
     if angled != close:
         for filler in (b"", b" _"):
@@ -185,6 +199,17 @@ def _open_raw_string(grammar: Grammar, data: bytes) -> tuple[str, ...]:
     return () if data.find(quote, last.end()) >= 0 else (quote.decode(),)
 
 
+def _unclosed_calls(grammar: Grammar, data: bytes, tree: Any) -> list[Site]:
+    """A line inside a function's arguments that ends in ``grammar.call_line_end``: the ``)`` is missing."""
+    sites = []
+    for found in grammar.call_line_end.finditer(data) if grammar.call_line_end is not None else ():
+        node = tree.root_node.descendant_for_byte_range(found.start(), found.end())
+        if node is not None and node.start_byte == found.start() and node.parent is not None \
+                and node.parent.type == "arguments":
+            sites.append(Site(found.start(), found.start(), ")"))
+    return sites
+
+
 def _closes_open_token(tree: Any, content_end: int, tail_end: int) -> bool:
     """Whether the tail ends a string or comment that the text left open (and not some new token)."""
     node = tree.root_node.descendant_for_byte_range(tail_end - 1, tail_end)
@@ -204,8 +229,11 @@ def _standing(data: bytes, tree: Any, closed: bool, grammar: Grammar) -> list[Si
     last_line = data[threshold:content_end]
     first_token = content_end - len(last_line.lstrip())
     finished = not closed and data.endswith(b"\n") and last_line.endswith(_FINISHED)
-    return [site for site in _errors(tree, grammar) if site.start < threshold
-            or site.end < content_end or (finished and site.missing is None and site.start == first_token)]
+    ended = (finished and grammar.statement_lines and last_line.endswith(grammar.terminator.encode())
+             and _FOR_HEADER.search(last_line) is None)
+    return [site for site in _errors(tree, grammar) if site.start < threshold or site.end < content_end
+            or (finished and site.missing is None and site.start == first_token)
+            or (ended and site.start < content_end)]
 
 
 def _closed_start(tree: Any, position: int, fallback: int) -> int:
@@ -331,8 +359,10 @@ def _stand_in(data: bytes, grammar: Grammar) -> bytes:
     return data
 
 
-def _filled(fill: bytes, found: re.Match[bytes]) -> bytes:
-    """The match with its group 1 (or all of it) replaced byte for byte by ``fill``."""
+def _filled(fill: StandIn, found: re.Match[bytes]) -> bytes:
+    """The match with its group 1 (or all of it) replaced byte for byte by ``fill`` (or what it gives)."""
+    if callable(fill):
+        return fill(found)
     group = 1 if found.re.groups else 0
     text, start, end = found.group(), found.start(group) - found.start(), found.end(group) - found.start()
     return text[:start] + fill * (end - start) + text[end:]
