@@ -146,6 +146,8 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     ("typescript", "type P<T> = T extends Z<infer S> ? Z<{\n  [K in keyof S]: P<S[K]>;\n"),  # `}>`
     ("rust", 'fn t() {\n    snapshot!(f, @r###"\n    File {\n        s: Some("#!/x"),\n'),  # `"###` to come
     ("rust", "fn f(n: u8) -> u8 {\n    match n {\n        0 => 1,\n        #[cfg(x)]\n"),  # an arm to come
+    ("css", "a {\n  background: url(data:image/png;base64,iVBO);\n  b: c;\n"),  # a `;` inside a line's `url(`
+    ("shell", "f() {\n\tcase $1 in\n\tfirefox | iceweasel | \\\n\tchrome | chromium | \\\n"),  # `_) ;;`
 ])
 def test_incomplete_prefixes_of_other_languages(language: str, prefix: str, policy: CompiledPolicy) -> None:
     assert write(policy, f"m.{EXTENSIONS[language]}", prefix).metadata.get("incomplete") is True
@@ -170,6 +172,8 @@ def test_an_error_followed_by_more_text_blocks_even_in_a_prefix(policy: Compiled
     ("typescript", "const f = <T,>(a: T) => a ? (b;\nconst g = 1;\n", 1),
     ("rust", 'fn t() {\n    let a = r#"x"#;\n    let b = (1;\n    s!(f, @r##"\n    F {\n', 3),
     ("rust", "fn f(n: u8) -> u8 {\n    match n {\n        0 => (1,\n        2 => 3,\n        #[cfg(x)]\n", 4),
+    ("css", "a {\n  color: var(--x;\n  top: 0;\n  left: 0;\n", 2),  # `)` deleted: all else in it
+    ("css", 'a {\n  font: "Mono, ", Courier New", monospace;\n}\nb { top: 0 }\n', 2),  # a tree with no error
 ])
 def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str, line: int,
                                                        policy: CompiledPolicy) -> None:
@@ -195,10 +199,23 @@ def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str
      "typedef struct s S;\nS *\nS_create_ex(const char *name, int n);\nint f(void;\nint g(void);\n"),
     ("cpp", "class A {\n  MOCK_METHOD(void, F, ());\n};\n",                  # a macro argument no expression
      "class A {\n  MOCK_METHOD(void, F, ());\n  int f(;\n};\n"),
+    ("shell", 'a=`echo "$o"`\nb=` echo x`\necho "$b"\n',                 # an opening backtick, then blanks
+     'a=`echo "$o"`\nb=` echo x`\necho )\necho ok\n'),
+    ("shell", "case $v in\nless' '45* | \\\nless' '4[6-9]*) x=1 ;;\nesac\n",  # `' '` in continued patterns
+     "case $v in\nless' '45* | \\\nless' '4[6-9]*) x=1 ;;\nesac\necho )\necho ok\n"),
+    ("shell", 'n=$(($1 + 0)) 2>/dev/null && test "$n" = "$1"\n',          # an assignment with a redirection
+     'n=$(($1 + 0)) 2>/dev/null && test "$n" = "$1"\necho )\necho ok\n'),
+    ("shell", 'case ${l%%[ \t]*} in\n1) x ;;\nesac\n[ \\( -n "$l" \\) ] && echo "$l"\n',  # `[ ` not a test
+     'case ${l%%[ \t]*} in\n1) x ;;\nesac\n[ \\( -n "$l" \\) ] && echo )\necho ok\n'),
+    ("html", '<a class="nav" href="{{< docsref "/components/navbar" >}}">Navbar</a>\n',  # a Hugo shortcode
+     '<a class="nav" href="{{< docsref "/components/navbar" >}}">Navbar</a\n<p>x</p>\n'),
+    ("html", "<p>Default: <code>'> '</code> or <code>a >= 0</code>, <code><%= data.a %></code></p>\n",
+     "<p>Default: <code>'> '</code> or <code>a >= 0</code>, <code><%= data.a %></code></p\n<p>x</p>\n"),
 ])
 def test_valid_code_the_grammar_cannot_parse_is_allowed(language: str, text: str, broken: str,
                                                         policy: CompiledPolicy) -> None:
     assert parser(language).parse(text.encode()).root_node.has_error
+    assert check_syntax_tree(language, text, False).status == "valid"  # read whole, not as a prefix
     assert write(policy, f"m.{EXTENSIONS[language]}", text).action == "allow"
     assert write(policy, f"m.{EXTENSIONS[language]}", broken).action == "block"
 
@@ -287,7 +304,7 @@ def test_an_error_the_file_already_had_is_not_the_edits_doing(policy: CompiledPo
 
 
 def test_an_edit_inside_an_error_that_spans_it_is_not_the_edits_doing() -> None:
-    before = 'a=`echo "$o"`\nb=` echo x`\nf() {\n  echo 2\n}\n'  # tree-sitter-bash: one error from line 1 on
+    before = "((echo a) | cat)\nf() {\n  echo 2\n}\n"  # `((` opening two subshells: one error from line 1 on
     assert check_syntax_tree("shell", before, False).status == "invalid"
     after = before.replace("echo 2", "echo 3")
     assert check_syntax_tree("shell", after, False, before).status == "valid"

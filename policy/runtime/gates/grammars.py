@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -21,6 +21,9 @@ from policy.model.validators import SYNTAX_TREE_LANGUAGES
 BLOCK_COMMENT_END = "*/"
 _IMPORT_TYPE = re.compile(rb"\bimport\(\s*(?:\"[^\"\n]*\"|'[^'\n]*')\s*\)")
 """``import("./types").T``: a TypeScript import type, which tree-sitter-typescript 0.23 does not know."""
+
+
+StandIn = bytes | Callable[[re.Match[bytes]], bytes]
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,9 @@ class Grammar:
     none has come (``try`` → ``catch``/``finally``: `` finally {}``; ``do`` → ``while``: `` while (0);``)."""
     fillers: tuple[bytes, ...] = ()
     """More text tried after an unfinished statement (shell's ``if x`` waiting for its ``then``)."""
+    continued: tuple[tuple[re.Pattern[bytes], bytes], ...] = ()
+    """Text tried after an unfinished statement whose end matches the pattern (shell's ``a | \\`` in a case
+    pattern list waiting for ``_) ;;``)."""
     endings: tuple[bytes, ...] = ()
     """Text tried after the closers (JavaScript's ``({ a, b = {} })`` waiting for its ``=> body``)."""
     heredoc: re.Pattern[bytes] | None = None
@@ -53,14 +59,22 @@ class Grammar:
     raw_string: re.Pattern[bytes] | None = None
     """A raw string's opener whose group 1 its closing quote repeats: the last one gives one more tail (Rust's
     ``r###"`` closes with ``"###``)."""
-    stand_ins: tuple[tuple[re.Pattern[bytes], bytes], ...] = ()
+    stand_ins: tuple[tuple[re.Pattern[bytes], StandIn], ...] = ()
     """Valid constructs the grammar cannot parse and the byte each byte of their group 1 (or of the whole
-    match) becomes: an identifier or separator of the same length."""
+    match) becomes: an identifier or separator of the same length; or a function giving the match's
+    replacement, as long as the match."""
     terminator: str = ""
     """What ends a statement before a closing ``}`` (``f(a,`` closes as ``f(a,);}``)."""
     line_strings: re.Pattern[bytes] | None = None
     """The language's comments and strings, a string ending at a line break: a string a line break ends is
     broken whatever follows (CSS), though the grammar reads it on to the end of the text."""
+    lenient_strings: bool = False
+    """The grammar reads a string a line break ends on to a later quote without an error (CSS): the
+    ``line_strings`` are looked for on the valid path too."""
+    call_line_end: re.Pattern[bytes] | None = None
+    """A token that, ending a line inside a function's arguments, means the function's ``)`` is missing
+    whatever follows (CSS's ``;``: ``color: var(--x;`` then a line break), though the grammar reads the
+    arguments on to the end of the text."""
     conditionals: bool = False
     """C's preprocessor conditionals: one branch of each is parsed (``policy.runtime.gates.preprocessor``)."""
     foreign: re.Pattern[bytes] | None = None
@@ -85,10 +99,28 @@ _FOR_DO = re.compile(rb"\bfor[ \t]+\w+([ \t])[ \t]*do\b")
 """``for name do`` (POSIX; no ``in`` list, no ``;``), which tree-sitter-bash 0.25 does not know."""
 _TILDE = re.compile(rb"(?<=[ \t])~(?=[ \t;\n])")
 """A bare ``~`` word (``[ "$c" = ~ ]``), which tree-sitter-bash 0.25 reads as an operator in a test."""
-_TEST_OPEN = re.compile(rb"(?<![\w$\[\]])\[(?=[ \t])")
+_TEST_OPEN = re.compile(rb"(?<![^\s;&|(!{])\[(?=[ \t])")
 _TEST_CLOSE = re.compile(rb"(?<=[ \t])\](?=[ \t]*(?:[;&|)\n]|$))")
 """The brackets of a ``[ … ]`` test, read as a command named ``_``: tree-sitter-bash 0.25 rejects valid tests
 (``[ \\( -n "$a" \\) ]``, ``[ "$a" = x -o ! -h "$b" ]``); bash itself reads ``[`` as a command."""
+_BACKTICK_BLANKS = re.compile(rb"(?:^|(?<=[=\s(]))`([ \t]+)", re.MULTILINE)
+"""An opening backtick followed by blanks (`` a=` echo x` ``), moved past them (`` a= `echo x` ``, the same
+command): tree-sitter-bash 0.25 reads such an opener as a closer after a substitution ending in a word
+(`` `basename "$0"` ``), and the rest of the file as one error.  An opener follows ``=``, a blank or ``(``;
+a closer (`` `… "$1"` in``) follows a word or a quote."""
+
+
+def _backtick_after_blanks(found: re.Match[bytes]) -> bytes:
+    return found.group(1) + b"`"
+
+
+_QUOTED_BLANKS = re.compile(rb"(?<!\\)'([ \t]+)'")
+"""A single-quoted string of blanks only (``?*' '?*)``, ``less' '4*``), read as ``'_'``: tree-sitter-bash 0.25
+rejects it in some case patterns."""
+_ASSIGNMENT_REDIRECTED = re.compile(rb"(?m)(?:^|[;&|({]|\bthen|\bdo|\belse)[ \t]*[A-Za-z_]\w*(=)(?!\()"
+                                    rb"(?=[^\n;&|#]*?[ \t]\d*[<>])")
+"""An assignment with a redirection (``n=$((x + 0)) 2>/dev/null``), read as a command: tree-sitter-bash 0.25
+rejects it."""
 _CSS_STRINGS = re.compile(rb"/\*.*?(?:\*/|\Z)|\"(?:[^\"\\\n]|\\.)*[\"\n]|'(?:[^'\\\n]|\\.)*['\n]", re.DOTALL)
 _NTH_ARGUMENT = re.compile(rb":nth-(?:last-)?(?:child|of-type)\(([^()\n]*)\)")
 """``:nth-child(2n-1)``, whose ``An+B`` tree-sitter-css 0.25 does not know."""
@@ -104,11 +136,19 @@ _PHP_STRING_KEY = re.compile(rb"\$[A-Za-z_]\w*\[([A-Za-z_]\w*)\]")
 a keyword (matched outside strings too: there PHP rejects it, and the gate misses that error)."""
 _XML_DECLARATION = re.compile(rb"<\?xml\b[^<>]*\?>")
 """XHTML's ``<?xml version="1.0"?>``, which tree-sitter-html 0.23 does not know."""
-_BARE_ANGLE = re.compile(rb"(?<=>)[^<>\"']*(>)")
-"""A ``>`` in text (``info->skip``, a ``> `` prompt): valid HTML that tree-sitter-html 0.23 rejects; one with
-no ``<`` and no quote since the last ``>``."""
-_ESCAPED_ANGLE = re.compile(rb"&(?:lt|#60|#x3[cC]);[^<>&\n]{0,200}(>)")
-"""A ``>`` in text after an escaped ``<`` (``&#x3C;string>``): valid HTML that tree-sitter-html rejects."""
+_TEMPLATE_TAG = re.compile(rb"\{\{.{0,400}?\}\}|\{%.{0,400}?%\}|<%.{0,400}?%>")
+"""A template's tag on one line (Hugo's ``{{< docsref "/x" >}}``, ``{{ .Title }}``, Jinja's ``{% if a %}``,
+EJS's ``<%= a %>``), read as a name: in a quoted attribute its quotes end the value to tree-sitter-html."""
+_TAG_OR_ANGLE = re.compile(rb"<[A-Za-z/!?](?:[^<>\"']++|\"[^\"]{0,4096}+\"|'[^']{0,4096}+')*+>|>")
+"""A tag (its quoted values may hold ``>``; bounded, so the scan stays linear) or a ``>`` outside one."""
+
+
+def _text_angle(found: re.Match[bytes]) -> bytes:
+    """A ``>`` in text (``info->skip``, a ``'> '`` prompt) read as a blank: valid HTML that tree-sitter-html
+    0.23 rejects; a tag stays."""
+    return b" " if found.group() == b">" else found.group()
+
+
 _MEMBER_OPERATOR = re.compile(
     rb"(?:->|\.|\breturn[ \t])[ \t]*(operator\b[ \t]*"
     rb"(?:\(\)|\[\]|->\*?|(?:new|delete)\b(?:\[\])?|[-+*/%^&|~!=<>,]{1,3}|[A-Za-z_]\w*))")
@@ -210,12 +250,16 @@ GRAMMARS: dict[str, Grammar] = {
                 keywords=MappingProxyType({"if": "fi", "do": "done", "case": "esac"}),
                 quotes=frozenset({'"', "`"}),
                 fillers=(b" ; then :", b" ; do :\ndone", b" : ; then :", b" : ; do :\ndone"),
+                continued=((re.compile(rb"\|[ \t]*\\\n\Z"), b"_) ;;"),),
                 heredoc=re.compile(rb"<<-?[ \t]*(['\"]?)([A-Za-z_]\w*)\1"),
-                stand_ins=((_FOR_DO, b";"), (_TILDE, b"_"), (_TEST_OPEN, b"_"), (_TEST_CLOSE, b"_"))),
+                stand_ins=((_FOR_DO, b";"), (_TILDE, b"_"), (_TEST_OPEN, b"_"), (_TEST_CLOSE, b"_"),
+                           (_BACKTICK_BLANKS, _backtick_after_blanks), (_QUOTED_BLANKS, b"_"),
+                           (_ASSIGNMENT_REDIRECTED, b"_"))),
         Grammar("html", "tree_sitter_html", "language", ("-->", '"', "'", ">"),
-                stand_ins=((_XML_DECLARATION, b" "), (_ESCAPED_ANGLE, b" "), (_BARE_ANGLE, b" "))),
+                stand_ins=((_XML_DECLARATION, b" "), (_TEMPLATE_TAG, b"_"), (_TAG_OR_ANGLE, _text_angle))),
         Grammar("css", "tree_sitter_css", "language", (BLOCK_COMMENT_END, '"', "'"),
-                stand_ins=((_NTH_ARGUMENT, b"2"),), line_strings=_CSS_STRINGS),
+                stand_ins=((_NTH_ARGUMENT, b"2"),), line_strings=_CSS_STRINGS, lenient_strings=True,
+                call_line_end=re.compile(rb";(?=[ \t]*\r?\n)")),
     )
 }
 """Every tree-sitter language a gate can name (``check javascript``)."""

@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from policy.runtime.gates.grammars import GRAMMARS, Grammar, GrammarUnavailable, parser
+from policy.runtime.gates.grammars import GRAMMARS, Grammar, GrammarUnavailable, StandIn, parser
 from policy.runtime.gates.preprocessor import (
     blank_conditionals,
     blank_continued_comments,
@@ -93,7 +93,8 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> 
     """``valid``, ``incomplete`` or ``invalid`` with the error sites that stand."""
     tree = tree_parser.parse(data)
     if not tree.root_node.has_error:
-        return "valid", []
+        broken = _line_broken_strings(grammar, data) if grammar.lenient_strings else []
+        return ("invalid", broken) if broken else ("valid", [])
     errors = _errors(tree, grammar)
     conditions: list[Site] = []
     complete = "valid"
@@ -111,20 +112,27 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> 
         errors = _errors(tree, grammar)
         if not errors:
             return ("invalid", conditions) if conditions else (complete, [])
-    if grammar.line_strings is not None:
-        conditions += [Site(found.end() - 1, found.end() - 1, found.group()[:1].decode())
-                       for found in grammar.line_strings.finditer(data)
-                       if found.group()[:1] in b"\"'" and found.group().endswith(b"\n")]
+    conditions += _line_broken_strings(grammar, data)
     if not partial:
         return "invalid", conditions + errors
     first: list[Site] | None = None
     for suffix, closed in _completions(tree_parser, grammar, data, tree):
-        standing = _standing(data, tree_parser.parse(data + suffix), closed, grammar)
+        completed = tree_parser.parse(data + suffix)
+        standing = _standing(data, completed, closed, grammar) or _unclosed_calls(grammar, data, completed)
         if not standing:
             return ("invalid", conditions) if conditions else ("incomplete", [])
         first = standing if first is None else first
     assert first is not None
     return "invalid", conditions + first
+
+
+def _line_broken_strings(grammar: Grammar, data: bytes) -> list[Site]:
+    """Strings a line break ends, where the language says so (``Grammar.line_strings``)."""
+    if grammar.line_strings is None:
+        return []
+    return [Site(found.end() - 1, found.end() - 1, found.group()[:1].decode())
+            for found in grammar.line_strings.finditer(data)
+            if found.group()[:1] in b"\"'" and found.group().endswith(b"\n")]
 
 
 def completions(name: str, text: str) -> list[str]:
@@ -146,6 +154,9 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any) -> 
     statement_end = (grammar.terminator.encode(),) if grammar.terminator else ()
     for filler in (b"", *FILLERS, *grammar.fillers, *statement_end):
         yield filler + close, False
+    for pattern, filler in grammar.continued:
+        if pattern.search(data, max(0, len(data) - 80)):
+            yield filler + close, False
     angled = closers(tree, grammar, angles=True) if grammar.angles else close
     if angled != close:
         for filler in (b"", b" _"):
@@ -186,6 +197,17 @@ def _open_raw_string(grammar: Grammar, data: bytes) -> tuple[str, ...]:
         return ()
     quote = b'"' + last.group(1)
     return () if data.find(quote, last.end()) >= 0 else (quote.decode(),)
+
+
+def _unclosed_calls(grammar: Grammar, data: bytes, tree: Any) -> list[Site]:
+    """A line inside a function's arguments that ends in ``grammar.call_line_end``: the ``)`` is missing."""
+    sites = []
+    for found in grammar.call_line_end.finditer(data) if grammar.call_line_end is not None else ():
+        node = tree.root_node.descendant_for_byte_range(found.start(), found.end())
+        if node is not None and node.start_byte == found.start() and node.parent is not None \
+                and node.parent.type == "arguments":
+            sites.append(Site(found.start(), found.start(), ")"))
+    return sites
 
 
 def _closes_open_token(tree: Any, content_end: int, tail_end: int) -> bool:
@@ -337,8 +359,10 @@ def _stand_in(data: bytes, grammar: Grammar) -> bytes:
     return data
 
 
-def _filled(fill: bytes, found: re.Match[bytes]) -> bytes:
-    """The match with its group 1 (or all of it) replaced byte for byte by ``fill``."""
+def _filled(fill: StandIn, found: re.Match[bytes]) -> bytes:
+    """The match with its group 1 (or all of it) replaced byte for byte by ``fill`` (or what it gives)."""
+    if callable(fill):
+        return fill(found)
     group = 1 if found.re.groups else 0
     text, start, end = found.group(), found.start(group) - found.start(), found.end(group) - found.start()
     return text[:start] + fill * (end - start) + text[end:]
