@@ -12,8 +12,9 @@ POLICY_STOP_REASON = "policy_stopped"
 
 def decision_text(decision: Decision) -> str:
     """The text the model reads for a decision: its rendered hint, or a plain fallback."""
-    if decision.hint and decision.hint.strip():
-        return decision.hint.strip()
+    text = decision.hint.strip() if decision.hint else ""
+    if text:
+        return text
     rule = f" by {decision.rule}" if decision.rule else ""
     if decision.action == "stop":
         return f"[policy] Stopped{rule}: no further tool calls run. Give your final answer now."

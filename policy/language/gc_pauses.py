@@ -1,15 +1,16 @@
 """Fewer full garbage collections while a policy is checked and compiled.
 
 A check builds its syntax tree, declarations and compiled rules in one go
-and keeps them until it ends: none of that is garbage yet, yet each full
-collection visits all of it, and CPython runs one whenever the objects
-that survived since the last one reach a quarter of the rest, so a 5 MB
-policy (1.4 million objects) paid for ten of them, 2.7-3.4 s of a 10 s
-check (``bench/bench_lint_large.py``).  Inside ``fewer_full_collections``
-the oldest generation's threshold is raised through the ``gc`` module's
-public API: young collections run as before (garbage made meanwhile is
-still freed), and the thresholds are put back when the last check running
-in the process ends, unless someone else changed them in the meantime.
+and keeps them until it ends, so none of it is garbage; still, each full
+collection visits all of it, and CPython runs one whenever the objects that
+survived since the last one reach a quarter of the rest.  A 5 MB policy
+(1.4 million objects) paid for ten of them: 3.3-3.8 s of an 11 s check
+(``bench/bench_lint_large.py``'s policy, load 4).  Inside
+``fewer_full_collections`` the oldest generation's threshold is raised
+through the ``gc`` module's public API: young collections run as before
+(garbage made meanwhile is still freed), and the thresholds are put back
+when the last check running in the process ends, unless someone else
+changed them in the meantime.
 """
 
 from __future__ import annotations

@@ -200,11 +200,17 @@ class Guard:
         """A turn's unrendered warning, stored for its delivery (queued for the next model request,
         or pending for its call's result): the decision, its rule as stored and the call it
         concerns.  (A loop decision has no signature or captures, and its metadata is its own
-        fresh dict.)"""
+        fresh dict.)  The rule's stored form is made once per rule: a policy's loop rules are
+        few, and it is only read back."""
         call = calls[0] if len(calls) == 1 else next(c for c in calls if c.id == decision.call_id)
-        rule = self._rule_state(decision.rule)
-        entry = {"action": decision.action, "rule": rule, "call_id": decision.call_id,
-                 "metadata": decision.metadata, "tool": call.name, "args": call.args}
+        rule = decision.rule
+        # Looked up by name: hashing a rule hashes its span too.
+        kept = self._rule_states.get(rule.name) if rule is not None else None
+        if rule is not None and (kept is None or kept[0] is not rule):
+            kept = self._rule_states[rule.name] = (rule, rule.to_state())
+        entry = {"action": decision.action, "rule": kept[1] if kept is not None else None,
+                 "call_id": decision.call_id, "metadata": decision.metadata, "tool": call.name,
+                 "args": call.args}
         if self._queues:
             _queue(state, entry)
         else:
@@ -342,16 +348,6 @@ class Guard:
             _queue(state, decision.to_state())
             return ALLOW
         return decision
-
-    def _rule_state(self, rule: RuleRef | None) -> dict[str, Any] | None:
-        """The rule as a store keeps it, made once per rule (a policy's loop rules are few; the
-        stored form is only read back)."""
-        if rule is None:
-            return None
-        cached = self._rule_states.get(rule.name)  # by name: hashing a rule hashes its span too
-        if cached is None or cached[0] is not rule:
-            cached = self._rule_states[rule.name] = (rule, rule.to_state())
-        return cached[1]
 
     def _restore(self, data: dict[str, Any] | None) -> Decision:
         """A stored warning back as a decision, rendered now if it was stored without its text."""

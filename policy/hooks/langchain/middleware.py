@@ -207,7 +207,8 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         decision = stop or self.guard.on_turn(_tool_calls(message), scope)
         if decision.action != "stop":  # the common case: nothing to change in the state
             return None
-        return self._stopped(message, decision, scope, runtime.context)
+        self._record_stop(scope, runtime.context, decision)
+        return {"messages": [stopped_ai_message(message, decision)]}  # without its calls, with the stop text
 
     async def aafter_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         message = _last_ai_message(state)
@@ -219,11 +220,7 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             self.guard.on_turn(calls, scope) if self._inline else await self.guard.aon_turn(calls, scope))
         if decision.action != "stop":
             return None
-        return self._stopped(message, decision, scope, runtime.context)
-
-    def _stopped(self, message: AIMessage, decision: Decision, scope: Scope, context: Any) -> dict[str, Any]:
-        """The state update of a stopped turn: the model's message without its calls, with the stop text."""
-        self._record_stop(scope, context, decision)
+        self._record_stop(scope, runtime.context, decision)
         return {"messages": [stopped_ai_message(message, decision)]}
 
     # --- tool calls ----------------------------------------------------------

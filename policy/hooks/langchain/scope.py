@@ -108,8 +108,7 @@ class RunScopes:
         run_id = scope.run_id
         if run_id is None or run_id == UNANCHORED_RUN:
             return None
-        with self._lock:
-            return None if self._generated.peek(run_id) else run_id
+        return None if self._generated.peek(run_id) else run_id  # a peek needs no lock
 
     def anchored_runs(self) -> int:
         """How many generated run ids are currently anchored (for tests and diagnostics)."""

@@ -48,18 +48,23 @@ def compile_hints(ctx: Context) -> None:
 
 
 class _Locator:
-    """Maps a template line number to a span in the file that holds the template text."""
+    """Maps a template line number to a span in the file that holds the template text: a template
+    file's, or the policy's for an inline template (``inline``, located only when asked)."""
 
-    def __init__(self, file: str, text: str, first_line: int, fallback: Span | None) -> None:
+    def __init__(self, file: str, text: str, inline: ast.String | None = None) -> None:
         self.file = file
         self.text = text
-        self.first_line = first_line
-        self.fallback = fallback
+        self.inline = inline
 
     def __call__(self, template_line: int | None) -> Span:
-        if self.fallback is not None:
-            return self.fallback
-        return line_span(self.file, self.text, self.first_line + max(template_line or 1, 1) - 1)
+        first_line = 1
+        if self.inline is not None:
+            span = self.inline.span
+            if not self.inline.triple:
+                return span
+            opening = span.start + 3
+            first_line = span.line + (self.text[opening : opening + 1] in ("\n", "\r"))
+        return line_span(self.file, self.text, first_line + max(template_line or 1, 1) - 1)
 
 
 def _load_source(ctx: Context, declaration: Declaration) -> tuple[str, _Locator] | None:
@@ -68,13 +73,7 @@ def _load_source(ctx: Context, declaration: Declaration) -> tuple[str, _Locator]
     assert isinstance(node, ast.String)
     policy_file = declaration.file
     if len(values) == 2:
-        policy_text = ctx.composition.texts.get(policy_file, "")
-        span = node.span
-        if not node.triple:
-            return node.value, _Locator(policy_file, policy_text, span.line, span)
-        opening = span.start + 3
-        skipped_newline = policy_text[opening : opening + 1] in ("\n", "\r")
-        return node.value, _Locator(policy_file, policy_text, span.line + skipped_newline, None)
+        return node.value, _Locator(policy_file, ctx.composition.texts.get(policy_file, ""), node)
     return _load_file(ctx, declaration.name, node, policy_file)
 
 
@@ -104,7 +103,7 @@ def _load_file(ctx: Context, name: str, node: ast.String, policy_file: str) -> t
             ctx.report.add("E304", f"cannot read hint file `{node.value}`: {err}", node.span)
             return None
         ctx.composition.texts[shown] = text
-        return text, _Locator(shown, text, 1, None)
+        return text, _Locator(shown, text)
     own = folders[0]
     searched = "the shipped hints" if own == shipped else f"`{own}`, then the shipped hints"
     ctx.report.add(

@@ -172,10 +172,10 @@ def _text_angle(found: re.Match[bytes]) -> bytes:
 
 
 _MEMBER_OPERATOR = re.compile(
-    rb"(?:->|\.)[ \t]*(operator\b[ \t]*"
+    rb"(?:->|\.|\breturn[ \t])[ \t]*(operator\b[ \t]*"
     rb"(?:\(\)|\[\]|->\*?|(?:new|delete)\b(?:\[\])?|[-+*/%^&|~!=<>,]{1,3}|[A-Za-z_]\w*))")
-"""An operator called by name through ``->`` or ``.`` (``this->operator+(n)``, ``a.operator bool()``), which
-tree-sitter-cpp 0.23 does not parse."""
+"""An operator called by name through ``->`` or ``.`` or returned (``this->operator+(n)``, ``a.operator
+bool()``, ``return operator*();``), which tree-sitter-cpp 0.23 does not parse."""
 _DEFAULTED_POINTER = re.compile(rb"(?<=[\w>])[ \t]*(\*)(?=(?:\s|/\*(?:[^*]|\*(?!/)){0,200}\*/)+=(?!=))")
 """An unnamed pointer with a default (``typename std::enable_if<…>::type* = nullptr``, a parameter or a
 template parameter), which tree-sitter-cpp 0.23 does not parse; read without its ``*``."""
@@ -191,6 +191,11 @@ a name."""
 _BARE_SWITCH = re.compile(rb"\bswitch\s*\(" + _NESTED + rb"*\)(?=\s*[^\s{])")
 """A ``switch`` whose body is one statement (``switch (0) default: f();``), valid C that tree-sitter-c and
 tree-sitter-cpp reject: read as the statement alone."""
+_NEW_CONST = re.compile(rb"\bnew[ \t]+(const)\b")
+"""``new const char('a')``, which tree-sitter-cpp 0.23 does not parse: read without the ``const``."""
+_TYPENAME_VALUE = re.compile(rb"(?:=|\breturn)[ \t]*(typename)[ \t]+\w")
+"""``x = typename T::iterator();``, a value of a dependent type, which tree-sitter-cpp 0.23 does not parse:
+read without the ``typename``."""
 _CPP_LINE = re.compile(rb"[ \t]*(?:namespace(?:[ \t]+\w+)?[ \t]*\{|template[ \t]*<|using[ \t]+namespace\b"
                        rb"|extern[ \t]+\"C\+\+\"|class[ \t]+\w+(?:[ \t]+\w+)?[ \t]*(?:final[ \t]*)?[:{])")
 """A line only C++ has: a namespace, a template, a class."""
@@ -250,7 +255,8 @@ GRAMMARS: dict[str, Grammar] = {
         Grammar("cpp", "tree_sitter_cpp", "language", (*_C_LIKE, ')"'), followers=_CPP_FOLLOWERS,
                 terminator=";", conditionals=True, block_end=b"} _;", fillers=_TEMPLATE_HEADS,
                 stand_ins=((_MEMBER_OPERATOR, b"_"), (_DEFAULTED_POINTER, b" "), (_DECLTYPE_LIST, b"_"),
-                           (_TEMPLATE_MACRO, b"_"), (_BARE_SWITCH, b" ")),
+                           (_TEMPLATE_MACRO, b"_"), (_BARE_SWITCH, b" "), (_NEW_CONST, b" "),
+                           (_TYPENAME_VALUE, b" ")),
                 line_strings=_C_STRINGS, statement_lines=True, misread=_CPP_MISREAD),
         Grammar(
             "ruby", "tree_sitter_ruby", "language", ('"', "'", "`", "\n=end\n"),

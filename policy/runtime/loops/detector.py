@@ -58,12 +58,13 @@ class LoopDetector:
         it is delivered."""
         if not calls:
             return ALLOW
-        call_key = self.keys.call_key
         open_calls = state.open_calls  # each call's key, until its result arrives
-        if len(calls) == 1:  # the common batch
-            keys = [call_key(calls[0])]
-            open_calls[calls[0].id] = keys[0]
+        if len(calls) == 1:  # the common batch: its key in one call
+            call = calls[0]
+            keys = [self.keys.by_tool.get(call.name, self.keys.undeclared)(call)]
+            open_calls[call.id] = keys[0]
         else:
+            call_key = self.keys.call_key
             keys = [call_key(call) for call in calls]
             for call, key in zip(calls, keys, strict=True):
                 open_calls[call.id] = key
@@ -131,7 +132,7 @@ class LoopDetector:
             metadata: dict[str, Any] = {"layer": finding.kind, **finding.facts, **finding.metadata}
             return Decision(action=finding.action, rule=finding.ref, call_id=finding.call.id,
                             metadata=metadata)
-        summary = finding.call_text()
+        summary = finding.summary or call_summary(finding.call)  # ``call_text()``, without its call
         checked = None
         if finding.hint is None:
             hint = f"[policy] loop {finding.ref.name} {finding.action}: {finding}."

@@ -14,7 +14,7 @@ The loop state stores their fingerprints (``policy.model.fingerprint``).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,12 +85,15 @@ class CallKeys:
     """The key recipes of one policy, built once (the detector's fast path)."""
 
     def __init__(self, policy: CompiledPolicy) -> None:
-        self._recipes = {name: KeyRecipe.for_tool(spec) for name, spec in policy.tools.items()}
-        self._default = KeyRecipe.for_tool(policy.tool(_UNDECLARED))
+        self.by_tool: dict[str, Callable[[ToolCall], str]] = {
+            name: KeyRecipe.for_tool(spec).key for name, spec in policy.tools.items()}
+        """Each declared tool's ``KeyRecipe.key``, bound: a call's key in one Python call."""
+        self.undeclared: Callable[[ToolCall], str] = KeyRecipe.for_tool(policy.tool(_UNDECLARED)).key
+        """The key of a tool the policy does not declare."""
 
     def call_key(self, call: ToolCall) -> str:
         """The stable key of one call (see the module docstring)."""
-        return self._recipes.get(call.name, self._default).key(call)
+        return self.by_tool.get(call.name, self.undeclared)(call)
 
 
 def batch_key(call_keys: Sequence[str]) -> str:

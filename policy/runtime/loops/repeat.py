@@ -173,14 +173,38 @@ class RepeatLayer(Layer[RepeatState]):
     def _finding(
         self, action: Action, state: RepeatState, key: bytes, calls: Sequence[ToolCall], count: int
     ) -> Finding:
+        """The finding for the batch ``key``, with the facts its hint shows: its count and limits,
+        whether its known results in the window, at least two, all came out the same, and the
+        excerpt kept of its last result.  Both are looked up here, not in helpers: this runs on
+        every warning and stop, where each Python call counts (``bench/bench_deerflow.py``)."""
+        find, results = state.keys.find, state.results
+        first, known, same = None, 0, True
+        offset = find(key)
+        while offset >= 0:  # the entries equal to ``key`` (``_aligned``, in one pass)
+            if offset % DIGEST:  # straddles two entries
+                offset = find(key, offset + 1)
+                continue
+            result = results[offset : offset + DIGEST]
+            if result != TOMBSTONE:
+                if first is None:
+                    first = result
+                elif result != first:
+                    same = False
+                    break
+                known += 1
+            offset = find(key, offset + DIGEST)
+        find = state.excerpt_keys.find  # the excerpt's entry: at most one, keys are distinct
+        offset = find(key)
+        while offset % DIGEST and offset >= 0:  # straddles two entries
+            offset = find(key, offset + 1)
         rule = self.rule
         facts: dict[str, Any] = {
             "count": count,
             "warn": rule.warn,
             "stop": rule.stop,
             "window": rule.window,
-            "same_result": _same_result(state, key),
-            "result_excerpt": _excerpt_of(state, key),
+            "same_result": same and known >= 2,
+            "result_excerpt": state.excerpts[offset // DIGEST] if offset >= 0 else "",
         }
         metadata = {"until_progress": rule.until_progress, "batch_size": len(calls)}
         return Finding("repeat", action, rule.ref, rule.hint, calls[0], facts, _describe, metadata=metadata)
@@ -205,14 +229,6 @@ def _keep_excerpt(state: RepeatState, key: bytes, text: str) -> None:
     state.excerpts = [excerpt(text), *excerpts][:EXCERPTS]
 
 
-def _excerpt_of(state: RepeatState, key: bytes) -> str:
-    find = state.excerpt_keys.find
-    offset = find(key)
-    while offset % DIGEST and offset >= 0:  # straddles two entries
-        offset = find(key, offset + 1)
-    return state.excerpts[offset // DIGEST] if offset >= 0 else ""
-
-
 def _aligned(keys: bytes, key: bytes, end: int) -> list[int]:
     """Byte offsets of the entries equal to ``key`` before ``end``."""
     offsets = []
@@ -224,26 +240,6 @@ def _aligned(keys: bytes, key: bytes, end: int) -> list[int]:
             offsets.append(offset)
             offset = keys.find(key, offset + DIGEST, end)
     return offsets
-
-
-def _same_result(state: RepeatState, key: bytes) -> bool:
-    """Did the batch's known results in the window, at least two, all come out the same?"""
-    find, results = state.keys.find, state.results
-    first, known = None, 0
-    offset = find(key)
-    while offset >= 0:  # the entries equal to ``key`` (``_aligned``, in one pass)
-        if offset % DIGEST:  # straddles two entries
-            offset = find(key, offset + 1)
-            continue
-        result = results[offset : offset + DIGEST]
-        if result != TOMBSTONE:
-            if first is None:
-                first = result
-            elif result != first:
-                return False
-            known += 1
-        offset = find(key, offset + DIGEST)
-    return known >= 2
 
 
 def _previous_result(state: RepeatState, key: bytes, end: int) -> bytes | None:
