@@ -217,6 +217,8 @@ def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str
      '<a class="nav" href="{{< docsref "/components/navbar" >}}">Navbar</a\n<p>x</p>\n'),
     ("html", "<p>Default: <code>'> '</code> or <code>a >= 0</code>, <code><%= data.a %></code></p>\n",
      "<p>Default: <code>'> '</code> or <code>a >= 0</code>, <code><%= data.a %></code></p\n<p>x</p>\n"),
+    ("html", "<p>Use <tt>zpipe < foo.txt > foo.txt.z</tt>, prompt <code>'> '</code>.</p>\n",  # `< `
+     "<p>Use <tt>zpipe < foo.txt > foo.txt.z</tt>, prompt <code>'> '</code>.</p\n<p>x</p>\n"),
 ])
 def test_valid_code_the_grammar_cannot_parse_is_allowed(language: str, text: str, broken: str,
                                                         policy: CompiledPolicy) -> None:

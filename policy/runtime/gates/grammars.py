@@ -161,14 +161,16 @@ _XML_DECLARATION = re.compile(rb"<\?xml\b[^<>]*\?>")
 _TEMPLATE_TAG = re.compile(rb"\{\{.{0,400}?\}\}|\{%.{0,400}?%\}|<%.{0,400}?%>")
 """A template's tag on one line (Hugo's ``{{< docsref "/x" >}}``, ``{{ .Title }}``, Jinja's ``{% if a %}``,
 EJS's ``<%= a %>``), read as a name: in a quoted attribute its quotes end the value to tree-sitter-html."""
-_TAG_OR_ANGLE = re.compile(rb"<[A-Za-z/!?](?:[^<>\"']++|\"[^\"]{0,4096}+\"|'[^']{0,4096}+')*+>|>")
-"""A tag (its quoted values may hold ``>``; bounded, so the scan stays linear) or a ``>`` outside one."""
+_TAG_OR_ANGLE = re.compile(rb"<[A-Za-z/!?](?:[^<>\"']++|\"[^\"]{0,4096}+\"|'[^']{0,4096}+')*+>"
+                           rb"|>|<(?=[\s\d=])")
+"""A tag (its quoted values may hold ``>``; bounded, so the scan stays linear), a ``>`` outside one, or a
+``<`` that starts none (``zpipe < foo.txt``)."""
 
 
 def _text_angle(found: re.Match[bytes]) -> bytes:
-    """A ``>`` in text (``info->skip``, a ``'> '`` prompt) read as a blank: valid HTML that tree-sitter-html
-    0.23 rejects; a tag stays."""
-    return b" " if found.group() == b">" else found.group()
+    """A ``>`` or ``<`` in text (``info->skip``, a ``'> '`` prompt, ``a < b``) read as a blank: valid HTML
+    that tree-sitter-html 0.23 rejects; a tag stays."""
+    return b" " if len(found.group()) == 1 else found.group()
 
 
 _MEMBER_OPERATOR = re.compile(
