@@ -30,6 +30,18 @@ def status(language: str, text: str, before: str | None = None) -> str:
      "  bool g() { return a.operator bool(); }\n};\n",
      "struct R {\n  int f(int n) { return *(this->operator+(n); }\n"
      "  bool g() { return a.operator bool(); }\n};\n"),
+    # an operator returned by name, `new const`, a value of a dependent type
+    ("cpp", "struct R {\n  int& value() const { return operator*(); }\n"
+     "  const char* p = new const char('a');\n};\n",
+     "struct R {\n  int& value() const { return operator*(; }\n"
+     "  const char* p = new const char('a');\n};\n"),
+    ("cpp", "void f() {\n  it = typename object_t::iterator();\n}\n",
+     "void f() {\n  it = typename object_t::iterator(;\n}\n"),
+    # macros in a class head's place: an access specifier, a run of attribute macros, a macro with a body
+    ("cpp", "class A {\n JSON_PRIVATE_UNLESS_TESTED:\n  int x;\n};\nGTEST_NO_SAN_A_ GTEST_NO_SAN_B_\n"
+     "    GTEST_NO_SAN_C_\nstatic int f(int a);\n"
+     "MATCHER(IsEmpty, negation ? \"no\" : \"yes\") {\n  return 1;\n}\n",
+     "class A {\n JSON_PRIVATE_UNLESS_TESTED:\n  int x(;\n};\n"),
     # a switch whose body is one statement
     ("cpp", "void f() {\n  switch (0)\n  default:\n    g();\n}\n",
      "void f() {\n  switch (0)\n  default:\n    g(;\n}\n"),
@@ -65,6 +77,12 @@ def test_a_cast_before_a_reserved_name_keeps_it() -> None:
     # `(size_t) __n;` is a cast: `__n` is no attribute of a declarator, so it is not blanked
     assert check_syntax_tree("c", "#define X\nint f(void) {\n  return (int) __n;\n}\nint g(;\n",
                              partial=False).problem.line == 5  # type: ignore[union-attr]
+
+
+def test_a_parenthesis_in_a_comment_ends_no_declarator() -> None:
+    # `// Tests Factorial()` then `TEST_F(…) {`: the macro is no attribute after a parameter list
+    text = "// Tests Factorial()\nTEST_F(IntegerTest, Factorial) {\n  EXPECT_EQ(1, Factorial(-5));\n"
+    assert status("cpp", text) == "incomplete"
 
 
 def test_a_type_name_after_a_tag_keyword_is_not_read_as_a_macro() -> None:

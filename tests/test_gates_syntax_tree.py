@@ -207,6 +207,12 @@ def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str
      'n=$(($1 + 0)) 2>/dev/null && test "$n" = "$1"\necho )\necho ok\n'),
     ("shell", 'case ${l%%[ \t]*} in\n1) x ;;\nesac\n[ \\( -n "$l" \\) ] && echo "$l"\n',  # `[ ` not a test
      'case ${l%%[ \t]*} in\n1) x ;;\nesac\n[ \\( -n "$l" \\) ] && echo )\necho ok\n'),
+    ("shell", "lvs -S lv_name=~\\(e2scrub$\\) \\\n  --noheadings\n",             # `$\`: a plain `$`
+     "lvs -S lv_name=~\\(e2scrub$\\) \\\n  --noheadings\necho )\necho ok\n"),
+    ("shell", '((gzip -cdfq -- "$f" 4>&-\n  echo $? >&4) 3>&- | cat)\n',        # `((`: two subshells
+     '((gzip -cdfq -- "$f" 4>&-\n  echo $? >&4) 3>&- | cat)\necho )\necho ok\n'),
+    ("shell", "(cat <<'EOF' &&\n#!/bin/sh\nEOF\n:)\n",                          # a quoted heredoc's body
+     "(cat <<'EOF' &&\n#!/bin/sh\nEOF\n:)\necho )\necho ok\n"),
     ("html", '<a class="nav" href="{{< docsref "/components/navbar" >}}">Navbar</a>\n',  # a Hugo shortcode
      '<a class="nav" href="{{< docsref "/components/navbar" >}}">Navbar</a\n<p>x</p>\n'),
     ("html", "<p>Default: <code>'> '</code> or <code>a >= 0</code>, <code><%= data.a %></code></p>\n",

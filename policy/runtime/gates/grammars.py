@@ -121,6 +121,28 @@ _ASSIGNMENT_REDIRECTED = re.compile(rb"(?m)(?:^|[;&|({]|\bthen|\bdo|\belse)[ \t]
                                     rb"(?=[^\n;&|#]*?[ \t]\d*[<>])")
 """An assignment with a redirection (``n=$((x + 0)) 2>/dev/null``), read as a command: tree-sitter-bash 0.25
 rejects it."""
+_DOLLAR_ESCAPE = re.compile(rb"\$(?=\\)")
+"""A ``$`` before a backslash (``lv_name=~\\(e2scrub$\\)``), a plain ``$`` to bash, read as ``_``."""
+_TWO_SUBSHELLS = re.compile(rb"\(\(\w(?=[\w.-]*[ \t]+-[A-Za-z])")
+"""``((gzip -cdfq …) …)``: two subshells, not arithmetic (bash reads it so once the arithmetic fails), read
+as ``( (`` (the command's first letter given up)."""
+
+
+def _subshells(found: re.Match[bytes]) -> bytes:
+    return b"( ("
+
+
+_QUOTED_HEREDOC = re.compile(rb"<<-?[ \t]*(['\"])(\w+)\1[^\n]*\n(.*?)(?=^\t*\2$|\Z)",
+                             re.DOTALL | re.MULTILINE)
+"""A heredoc whose delimiter is quoted: its body is text, read as ``_`` (tree-sitter-bash 0.25 misreads a body
+line starting with ``#``, or blank, after ``<<'EOF' &&``)."""
+
+
+def _blank_body(found: re.Match[bytes]) -> bytes:
+    start = found.start(3) - found.start()
+    return found.group()[:start] + re.sub(rb"[^\n]", b"_", found.group(3))
+
+
 _CSS_STRINGS = re.compile(rb"/\*.*?(?:\*/|\Z)|\"(?:[^\"\\\n]|\\.)*[\"\n]|'(?:[^'\\\n]|\\.)*['\n]", re.DOTALL)
 _NTH_ARGUMENT = re.compile(rb":nth-(?:last-)?(?:child|of-type)\(([^()\n]*)\)")
 """``:nth-child(2n-1)``, whose ``An+B`` tree-sitter-css 0.25 does not know."""
@@ -150,10 +172,10 @@ def _text_angle(found: re.Match[bytes]) -> bytes:
 
 
 _MEMBER_OPERATOR = re.compile(
-    rb"(?:->|\.)[ \t]*(operator\b[ \t]*"
+    rb"(?:->|\.|\breturn[ \t])[ \t]*(operator\b[ \t]*"
     rb"(?:\(\)|\[\]|->\*?|(?:new|delete)\b(?:\[\])?|[-+*/%^&|~!=<>,]{1,3}|[A-Za-z_]\w*))")
-"""An operator called by name through ``->`` or ``.`` (``this->operator+(n)``, ``a.operator bool()``), which
-tree-sitter-cpp 0.23 does not parse."""
+"""An operator called by name through ``->`` or ``.`` or returned (``this->operator+(n)``, ``a.operator
+bool()``, ``return operator*();``), which tree-sitter-cpp 0.23 does not parse."""
 _DEFAULTED_POINTER = re.compile(rb"(?<=[\w>])[ \t]*(\*)(?=(?:\s|/\*(?:[^*]|\*(?!/)){0,200}\*/)+=(?!=))")
 """An unnamed pointer with a default (``typename std::enable_if<…>::type* = nullptr``, a parameter or a
 template parameter), which tree-sitter-cpp 0.23 does not parse; read without its ``*``."""
@@ -169,6 +191,11 @@ a name."""
 _BARE_SWITCH = re.compile(rb"\bswitch\s*\(" + _NESTED + rb"*\)(?=\s*[^\s{])")
 """A ``switch`` whose body is one statement (``switch (0) default: f();``), valid C that tree-sitter-c and
 tree-sitter-cpp reject: read as the statement alone."""
+_NEW_CONST = re.compile(rb"\bnew[ \t]+(const)\b")
+"""``new const char('a')``, which tree-sitter-cpp 0.23 does not parse: read without the ``const``."""
+_TYPENAME_VALUE = re.compile(rb"(?:=|\breturn)[ \t]*(typename)[ \t]+\w")
+"""``x = typename T::iterator();``, a value of a dependent type, which tree-sitter-cpp 0.23 does not parse:
+read without the ``typename``."""
 _CPP_LINE = re.compile(rb"[ \t]*(?:namespace(?:[ \t]+\w+)?[ \t]*\{|template[ \t]*<|using[ \t]+namespace\b"
                        rb"|extern[ \t]+\"C\+\+\"|class[ \t]+\w+(?:[ \t]+\w+)?[ \t]*(?:final[ \t]*)?[:{])")
 """A line only C++ has: a namespace, a template, a class."""
@@ -228,7 +255,8 @@ GRAMMARS: dict[str, Grammar] = {
         Grammar("cpp", "tree_sitter_cpp", "language", (*_C_LIKE, ')"'), followers=_CPP_FOLLOWERS,
                 terminator=";", conditionals=True, block_end=b"} _;", fillers=_TEMPLATE_HEADS,
                 stand_ins=((_MEMBER_OPERATOR, b"_"), (_DEFAULTED_POINTER, b" "), (_DECLTYPE_LIST, b"_"),
-                           (_TEMPLATE_MACRO, b"_"), (_BARE_SWITCH, b" ")),
+                           (_TEMPLATE_MACRO, b"_"), (_BARE_SWITCH, b" "), (_NEW_CONST, b" "),
+                           (_TYPENAME_VALUE, b" ")),
                 line_strings=_C_STRINGS, statement_lines=True, misread=_CPP_MISREAD),
         Grammar(
             "ruby", "tree_sitter_ruby", "language", ('"', "'", "`", "\n=end\n"),
@@ -248,7 +276,8 @@ GRAMMARS: dict[str, Grammar] = {
                 heredoc=re.compile(rb"<<-?[ \t]*(['\"]?)([A-Za-z_]\w*)\1"),
                 stand_ins=((_FOR_DO, b";"), (_TILDE, b"_"), (_TEST_OPEN, b"_"), (_TEST_CLOSE, b"_"),
                            (_BACKTICK_BLANKS, _backtick_after_blanks), (_QUOTED_BLANKS, b"_"),
-                           (_ASSIGNMENT_REDIRECTED, b"_"))),
+                           (_ASSIGNMENT_REDIRECTED, b"_"), (_DOLLAR_ESCAPE, b"_"),
+                           (_TWO_SUBSHELLS, _subshells), (_QUOTED_HEREDOC, _blank_body))),
         Grammar("html", "tree_sitter_html", "language", ("-->", '"', "'", ">"),
                 stand_ins=((_XML_DECLARATION, b" "), (_TEMPLATE_TAG, b"_"), (_TAG_OR_ANGLE, _text_angle))),
         Grammar("css", "tree_sitter_css", "language", (BLOCK_COMMENT_END, '"', "'"),

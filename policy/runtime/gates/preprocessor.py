@@ -31,8 +31,9 @@ _MACRO_CALL = re.compile(rb"^[ \t]*(" + _MACRO_NAME + rb"[ \t]*\()", re.MULTILIN
 _LINE_REST = re.compile(
     rb"[ \t]*(;?)[ \t]*(?://[^\n]*)?(?:\r?\n|$)\s*(?:(?:/\*.{0,2048}?\*/|//[^\n]*)\s*)*(.?)", re.DOTALL)
 """What follows a macro call: a ``;``, and the first character after the comments of the next lines."""
-_MACRO_LINE = re.compile(rb"^[ \t]*(" + _MACRO_NAME + rb")[ \t]*$", re.MULTILINE)
-"""A line that is only a macro's name (``FMT_BEGIN_NAMESPACE``)."""
+_MACRO_LINE = re.compile(rb"^[ \t]*((?:" + _MACRO_NAME + rb"[ \t]*)+:?)[ \t]*$", re.MULTILINE)
+"""A line that is only macros' names (``FMT_BEGIN_NAMESPACE``, ``GTEST_NO_SANITIZE_A_ GTEST_NO_SANITIZE_B_``),
+maybe an access specifier's (``JSON_PRIVATE_UNLESS_TESTED:``)."""
 _ALL_CAPS = rb"[A-Z][A-Z0-9]*_[A-Z0-9_]*"
 _SPECIFIER_MACRO = re.compile(rb"(?<![\w.>:])(" + _ALL_CAPS + rb")[ \t]+"
                               rb"(?=[A-Za-z_]\w*\b[ \t]*(?:[A-Za-z_(*&<]|::))")
@@ -183,12 +184,14 @@ def blank_open_directive(data: bytes) -> bytes:
 
 def blank_macro_calls(data: bytes) -> bytes:
     """``data`` with the macros the grammar cannot expand blanked: each statement that is only a macro call
-    (``MOCK_METHOD(void, F, ());``: an upper-case name, balanced parentheses, nothing after but a ``;``), a
+    (``MOCK_METHOD(void, F, ());``: an upper-case name, balanced parentheses, nothing after but a ``;``; one
+    with a body, ``MATCHER(IsEmpty, x ? "a" : "b") {``, keeps its parentheses around one name), a
     line that is only a macro's name, and an export or attribute macro before a declaration
     (``_SPECIFIER_MACRO``): the grammar cannot know what the macro expands to, so it finds a ``;`` missing,
     an argument that is no expression or two types in a row."""
     out = bytearray(data)
     directives = _directive_spans(data)
+    budget = [2 * len(data) + _MACRO_SPAN]  # bytes the parenthesis scans may read in all: linear time
 
     def code(found: re.Match[bytes]) -> bool:
         return bisect.bisect_right(directives, found.start()) % 2 == 0  # a directive's text is its own
@@ -204,13 +207,17 @@ def blank_macro_calls(data: bytes) -> bytes:
         if found.group(1) not in _KEYWORDS:
             _blank_span(out, found.start(1), found.end(1))
     for found in filter(code, _TRAILING_ATTRIBUTE.finditer(data)):
-        _blank_attributes(data, out, found.start(1), data[found.start()] == 41)
+        if b"//" not in data[data.rfind(b"\n", 0, found.start()) + 1 : found.start()]:  # not in a comment
+            _blank_attributes(data, out, found.start(1), data[found.start()] == 41, budget)
     for found in filter(code, _ALIGNMENT_MACRO.finditer(data)):
         if found.group(1) not in _KEYWORDS:
             _blank_span(out, found.start(2), found.end(2))
     for found in filter(code, _MACRO_CALL.finditer(data)):
-        end = _balanced_end(data, found.end() - 1)
+        end = _balanced_end(data, found.end() - 1, budget)
         if end is None or _continues_declaration(out, found.start(1)):
+            continue
+        if data[_skip_spaces(data, end) : _skip_spaces(data, end) + 1] == b"{":  # a body: `MATCHER(a, b) {`
+            out[found.end() : end - 1] = _NOT_NEWLINE.sub(b"_", data[found.end() : end - 1])
             continue
         rest = _LINE_REST.match(data, end)
         if rest is None:
@@ -235,18 +242,19 @@ def _directive_spans(data: bytes) -> list[int]:
     return spans
 
 
-def _blank_attributes(data: bytes, out: bytearray, start: int, after_parenthesis: bool) -> None:
+def _blank_attributes(data: bytes, out: bytearray, start: int, after_parenthesis: bool,
+                      budget: list[int]) -> None:
     """Blank the attribute macros from ``start`` on (each with its argument list) when a declaration's end
     follows them and, after a ``)``, that ``)`` closes a parameter list (``f (int a) __THROW;``, not the
     cast in ``(size_t) __n;``)."""
-    if after_parenthesis and not _closes_parameters(data, data.rfind(b")", 0, start)):
+    if after_parenthesis and not _closes_parameters(data, data.rfind(b")", 0, start), budget):
         return
     spans, index = [], start
     while (name := _ATTRIBUTE.match(data, index)) is not None:
         end = name.end()
         arguments = _skip_spaces(data, end)
         if data[arguments : arguments + 1] == b"(":
-            closed = _balanced_end(data, arguments)
+            closed = _balanced_end(data, arguments, budget)
             if closed is None:
                 return
             end = closed
@@ -257,11 +265,11 @@ def _blank_attributes(data: bytes, out: bytearray, start: int, after_parenthesis
             _blank_span(out, span_start, span_end)
 
 
-def _closes_parameters(data: bytes, close: int) -> bool:
+def _closes_parameters(data: bytes, close: int, budget: list[int]) -> bool:
     """Whether the ``)`` at ``close`` ends a parameter list: its ``(`` follows a name that is no keyword, or
     a ``)`` (``(*f)(int)``)."""
     depth, index = 0, close
-    limit = max(0, close - _MACRO_SPAN)
+    limit = max(0, close - min(_MACRO_SPAN, budget[0]))
     while index >= limit:
         byte = data[index]
         if byte == 41:
@@ -271,7 +279,8 @@ def _closes_parameters(data: bytes, close: int) -> bool:
             if depth == 0:
                 break
         index -= 1
-    else:
+    budget[0] -= close - index
+    if index < limit:
         return False
     before = data[max(0, index - 64) : index].rstrip()
     name = _LAST_NAME.search(before)
@@ -310,10 +319,18 @@ def _blank_span(out: bytearray, start: int, end: int) -> None:
             out[index] = 32
 
 
-def _balanced_end(data: bytes, start: int) -> int | None:
+def _balanced_end(data: bytes, start: int, budget: list[int]) -> int | None:
+    """The offset after the ``)`` matching the ``(`` at ``start`` (``_scan_balanced``), its scan charged to
+    ``budget``."""
+    end, scanned = _scan_balanced(data, start, min(len(data), start + min(_MACRO_SPAN, budget[0])))
+    budget[0] -= scanned
+    return end
+
+
+def _scan_balanced(data: bytes, start: int, limit: int) -> tuple[int | None, int]:
     """The offset after the ``)`` matching the ``(`` at ``start``, skipping strings and comments; a ``;``
     only on the line the ``)`` ends (``ASSERT_DEATH(f(); return, "")``), no brace."""
-    depth, index, limit = 0, start, min(len(data), start + _MACRO_SPAN)
+    depth, index = 0, start
     statement = False
     while index < limit:
         byte = data[index]
@@ -322,25 +339,25 @@ def _balanced_end(data: bytes, start: int) -> int | None:
             while close > 0 and data[close - 1] == 92 and data[close - 2] != 92:
                 close = data.find(bytes([byte]), close + 1, limit)
             if close < 0:
-                return None
+                return None, index - start
             index = close
         elif data.startswith(b"/*", index):
             close = data.find(b"*/", index + 2, limit)
             if close < 0:
-                return None
+                return None, index - start
             index = close + 1
         elif byte == 40:
             depth += 1
         elif byte == 41:
             depth -= 1
             if depth == 0:
-                return index + 1
+                return index + 1, index + 1 - start
         elif byte == 59:
             statement = True
         elif byte in b"{}" or (byte == 10 and statement):
-            return None
+            return None, index - start
         index += 1
-    return None
+    return None, index - start
 
 
 def _blank(line: bytes) -> bytes:
