@@ -307,7 +307,12 @@ def split_run_on_lines(
     """The statements, with run-on lines (``window 20 warn 3``) reported once and split apart."""
     result: list[ast.Statement] = []
     for statement in statements:
-        pieces = _split_run_on(statement, specs)
+        for value in statement.values:  # only a bare word naming a statement can start a run-on
+            if isinstance(value, ast.Name) and value.value in specs:
+                pieces = _split_run_on(statement, specs)
+                break
+        else:
+            pieces = None
         if pieces is None:
             result.append(statement)
             continue

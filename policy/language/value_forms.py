@@ -135,7 +135,7 @@ def resolve(values: Sequence[ast.Value], texts: Sequence[str]) -> Resolution:
     """Find the form that ``values`` fit; else explain the closest miss."""
     texts = tuple(texts)
     words = _words(texts)
-    key = (texts, tuple([_shape(value, words) for value in values]))
+    key = (texts, _shapes(values, words))
     try:
         fitting = _FITTING[key]
     except KeyError:
@@ -167,12 +167,17 @@ _FITTING: dict[tuple[tuple[str, ...], tuple[Shape, ...]], Resolution | None] = {
 _FITTING_SIZE = 4096
 
 
-def _shape(value: ast.Value, words: frozenset[str]) -> Shape:
-    if isinstance(value, ast.Name):
-        return value.value if value.value in words else ast.Name
-    if isinstance(value, ast.Number):
-        return ast.Number, type(value.value)
-    return type(value)
+def _shapes(values: Sequence[ast.Value], words: frozenset[str]) -> tuple[Shape, ...]:
+    """Each value's shape (one loop, not a call per value: every statement of a policy is looked up)."""
+    shapes: list[Shape] = []
+    for value in values:
+        if isinstance(value, ast.Name):
+            shapes.append(value.value if value.value in words else ast.Name)
+        elif isinstance(value, ast.Number):
+            shapes.append((ast.Number, type(value.value)))
+        else:
+            shapes.append(type(value))
+    return tuple(shapes)
 
 
 @cache
