@@ -2,10 +2,12 @@
 
 Each input is what an agent can send in one write: brackets nested deep,
 one very long line, many strings with the last one left open, a large file
-ending in open brackets, and the same shapes for JSON, TOML and YAML.  The
-gate is the ``partial`` check (the one that tells a cut-off text from a
-broken one); the baseline is the language's own parser on the same text
-(``ast.parse``, ``json.loads``, ``tomllib.loads``, PyYAML's ``compose_all``),
+ending in open brackets, the same shapes for JSON, TOML and YAML, and for
+the tree-sitter gates lines of calls that never close (text tree-sitter's
+error recovery reads slowly).  The gate is the ``partial`` check (the one
+that tells a cut-off text from a broken one); the baseline is the
+language's own parser on the same text (``ast.parse``, ``json.loads``,
+``tomllib.loads``, PyYAML's ``compose_all``, tree-sitter's ``Parser.parse``),
 whatever it answers.  Both are timed ROUNDS times, interleaved, in REPEATS
 separate runs; the range of the per-run ratios (best gate / best baseline)
 is reported.  Target: every ratio at most 2x.
@@ -27,7 +29,9 @@ from functools import partial
 import yaml
 
 from policy.runtime.gates.data_syntax import check_json, check_toml, check_yaml
+from policy.runtime.gates.grammars import parser
 from policy.runtime.gates.python_syntax import check_python
+from policy.runtime.gates.syntax_tree import check_syntax_tree
 
 ROUNDS = 5
 REPEATS = 3
@@ -66,6 +70,11 @@ DATA: dict[str, tuple[Callable[[str, bool], object], Callable[[str], None], str]
         (check_yaml, _quiet(_yaml_compose), "key: value\n" * 95_000 + "k: [1, "),
 }
 
+SYNTAX_TREE = {
+    "JavaScript: 2,000 lines of `f(x`": ("javascript", "f(x\n" * 2_000),
+    "C: 2,000 lines of `A_(x`": ("c", "A_(x\n" * 2_000),
+}
+
 
 def best(rounds: int, gate: Callable[[], object], base: Callable[[], object]) -> tuple[float, float]:
     gate_best = base_best = float("inf")
@@ -85,6 +94,9 @@ def main() -> None:
         cases.append((f"Python: {name}", partial(check_python, text, True), partial(_quiet(ast.parse), text)))
     for name, (check, parse, text) in DATA.items():
         cases.append((name, partial(check, text, True), partial(parse, text)))
+    for name, (language, text) in SYNTAX_TREE.items():
+        cases.append((name, partial(check_syntax_tree, language, text, True),
+                      partial(parser(language).parse, text.encode())))
     worst = 0.0
     print(f"best of {ROUNDS} rounds, {REPEATS} runs; ratio = gate / parser of the same text")
     for name, gate, base in cases:
