@@ -707,6 +707,28 @@ def test_a_next_request_warning_reaches_the_next_model_request_only(workspace: W
     assert final_message(result).text == "final answer"
 
 
+@pytest.mark.parametrize(("team", "in_the_next_request"), [
+    ('extends "builtin:default"\npolicy "team" { deliver_warnings next_request }\n', True),
+    ('extends "builtin:deerflow"\npolicy "team" { deliver_warnings tool_message }\n', False),
+], ids=["default-to-next-request", "deerflow-to-tool-message"])
+def test_any_policy_chooses_where_its_warnings_go(workspace: Workspace, team: str,
+                                                  in_the_next_request: bool) -> None:
+    path = workspace.root / "team.policy"
+    path.write_text(team, encoding="utf-8")
+    model_ = CapturingModel(responses=[*repeated("echo same", 3), answer("final answer")])
+    agent = create_agent(model_, tools=workspace.tools(), middleware=[HarnessGuardMiddleware(path)])
+
+    result = agent.invoke({"messages": [HumanMessage("go")]}, context={"thread_id": "t", "run_id": "r"})
+
+    in_requests = [len(loop_warnings(r)) for r in model_.requests]
+    in_tool_messages = ["[LOOP DETECTED]" in m.text for m in tool_messages(result)]
+    if in_the_next_request:
+        assert (in_requests, in_tool_messages) == ([0, 0, 0, 1], [False, False, False])
+    else:
+        assert (in_requests, in_tool_messages) == ([0, 0, 0, 0], [False, False, True])
+    assert loop_warnings(result["messages"]) == []
+
+
 def test_a_warning_queued_when_a_run_ends_is_dropped_not_carried_into_the_next(workspace: Workspace) -> None:
     guard = HarnessGuardMiddleware("builtin:deerflow")
     first = CapturingModel(responses=[*repeated("echo same", 3), answer("a")])
