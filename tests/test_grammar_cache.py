@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -43,6 +45,16 @@ def test_a_cache_folder_others_can_write_is_not_used(tmp_path: Path) -> None:
     folder = tmp_path / "policyctl"
     folder.mkdir()
     folder.chmod(0o777)
+    done = _lint(tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert list(folder.iterdir()) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")
+def test_a_cache_folder_of_another_user_is_not_used(tmp_path: Path) -> None:
+    folder = tmp_path / "policyctl"
+    folder.mkdir(mode=0o700)
+    os.chown(folder, 65534, 65534)  # nobody's
     done = _lint(tmp_path)
     assert done.returncode == 0, done.stderr
     assert list(folder.iterdir()) == []
