@@ -470,6 +470,28 @@ def test_the_generated_run_id_is_shared_by_every_node_and_new_per_invocation(wor
     assert first[2].startswith("run-") and not first[2].endswith(str(id(first[1])))
 
 
+@sync_and_async
+def test_invocations_that_never_reach_their_end_keep_at_most_max_scopes_anchors(
+        tmp_path: Path, asynchronous: bool) -> None:
+    """An exception skips after_agent, so a generated run id stays anchored: the map's bound covers it."""
+    @tool
+    def flaky(x: int) -> str:
+        """Always fails."""
+        raise RuntimeError("disk on fire")
+
+    team = tmp_path / "team.policy"
+    team.write_text('extends "builtin:default"\npolicy "team" { scope { max_scopes 3 } }\n', encoding="utf-8")
+    guard = HarnessGuardMiddleware(team)
+    agent = create_agent(PerConversationModel(responses=[turn(call("flaky", x=1)), answer()]), tools=[flaky],
+                         middleware=[guard])
+    anchored = []
+    for _ in range(5):
+        with pytest.raises(RuntimeError, match="disk on fire"):
+            invoke(agent, {"messages": [HumanMessage("go")]}, asynchronous, context={"thread_id": "t"})
+        anchored.append(guard.scopes.anchored_runs())
+    assert anchored == [1, 2, 3, 3, 3]
+
+
 def test_a_nested_agent_sharing_the_middleware_does_not_end_its_callers_run(workspace: Workspace) -> None:
     guard = HarnessGuardMiddleware()
     inner = create_agent(model(answer("inner done")), tools=[], middleware=[guard])
