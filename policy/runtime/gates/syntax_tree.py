@@ -163,6 +163,12 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any) -> 
     if angled != close:
         for filler in (b"", b" _"):
             yield filler + angled, False
+    if grammar.parameter_types:
+        if close.startswith(b")"):
+            yield b") => _" + close[1:], False  # `f: <T>(` … : a function type's parameters
+        if angled != close:
+            last = angled.rfind(b">") + 1
+            yield angled[:last] + b"(): _;" + angled[last:], False  # `m<T extends X<{` … : a method's
     for ending in (*grammar.endings, *statement_end):
         yield close + ending, False
     if grammar.block_end and close:
