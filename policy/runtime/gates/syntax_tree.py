@@ -43,6 +43,8 @@ from policy.runtime.gates.problems import INCOMPLETE, VALID, Problem, Verdict, i
 
 _OPENERS = {"(": ")", "[": "]", "{": "}", "${": "}", "#{": "}", "$(": ")", "$((": "))", "{$": "}"}
 _CLOSERS = frozenset({")", "]", "}", "))"})
+_PATTERN = ""
+"""On the closers' stack: a case pattern may come, its ``)`` no closer (``Grammar.pattern_starts``)."""
 _OPENING_TAGS = ("jsx_opening_element", "start_tag")
 _TAGS = (*_OPENING_TAGS, "jsx_closing_element", "end_tag")
 """The tags whose closing ``>`` opens or closes an element (JSX, HTML)."""
@@ -289,7 +291,7 @@ def closers(tree: Any, grammar: Grammar, angles: bool = False) -> bytes:
             if not cursor.goto_parent():
                 separator = "\n" if grammar.keywords else ""
                 entries = [grammar.followers[entry][1] if entry in grammar.followers else entry
-                           for entry in reversed(stack)]
+                           for entry in reversed(stack) if entry != _PATTERN]
                 if grammar.terminator:
                     entries = [grammar.terminator + entry if entry == "}" and index and entries[index - 1] in
                                (")", "]") else entry for index, entry in enumerate(entries)]
@@ -326,10 +328,18 @@ def _track(stack: list[str], node: Any, grammar: Grammar) -> None:
         elif tag in stack:
             while stack.pop() != tag:
                 pass
+    elif kind in grammar.pattern_starts and (kind != "in" or stack[-1:] == [grammar.keywords.get("case")]):
+        stack.append(_PATTERN)
+    elif kind == ")" and stack[-1:] == [_PATTERN]:
+        stack.pop()  # a shell case pattern's `a)` closes no bracket
     elif kind in grammar.followers:
+        if kind in grammar.keywords:
+            stack.append(grammar.keywords[kind])  # shell's `if` waits for its `then`, then for `fi`
         stack.append(kind)  # a ``try`` or ``do`` whose block has not been followed by its keyword yet
     elif stack and stack[-1] in grammar.followers and kind in grammar.followers[stack[-1]][0]:
         stack.pop()
+        if kind in grammar.keywords:
+            stack.append(grammar.keywords[kind])  # shell's `do` after `while …` opens the loop's body
     elif kind in grammar.quotes:
         if stack and stack[-1] == kind:
             stack.pop()
