@@ -149,7 +149,8 @@ def recorded_renders(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict[st
             return None
 
         def render(variables: Any) -> Any:
-            renders.append((self.source, {name: variables[name] for name in self.variables if name in variables}))
+            context = {name: variables[name] for name in self.variables if name in variables}
+            renders.append((self.source, context))
             return program(variables)
 
         return render
