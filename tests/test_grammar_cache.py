@@ -48,6 +48,8 @@ def test_a_cache_folder_others_can_write_is_not_used(tmp_path: Path) -> None:
     done = _lint(tmp_path)
     assert done.returncode == 0, done.stderr
     assert list(folder.iterdir()) == []
+    assert done.stderr == ("policyctl: warning: not caching the policy grammar: "
+                           f"{folder} is writable by others (mode 777); it is not used\n")
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")
@@ -58,3 +60,5 @@ def test_a_cache_folder_of_another_user_is_not_used(tmp_path: Path) -> None:
     done = _lint(tmp_path)
     assert done.returncode == 0, done.stderr
     assert list(folder.iterdir()) == []
+    warning = f"policyctl: warning: not caching the policy grammar: {folder} belongs to user 65534"
+    assert warning in done.stderr

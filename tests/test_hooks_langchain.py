@@ -272,6 +272,7 @@ def test_three_identical_calls_warn_on_the_third(workspace: Workspace) -> None:
 def test_five_identical_calls_stop_the_run_with_the_stop_text_in_the_answer(workspace: Workspace) -> None:
     script = [*repeated("echo same", 5), answer("never reached")]
     fifth = script[4]
+    fifth.response_metadata["finish_reason"] = "tool_calls"  # as a provider's tool-calling answer says
     guard = HarnessGuardMiddleware()
     agent = create_agent(model(*script), tools=workspace.tools(), middleware=[guard])
     context: dict[str, Any] = {"thread_id": "t1", "run_id": "run-42"}
@@ -666,6 +667,16 @@ def test_a_stopped_message_keeps_its_text_and_loses_its_calls(content: Any, expe
     assert stopped.response_metadata == {"finish_reason": "stop", "model_name": "m"}
     assert stopped.id == original.id
     assert original.model_dump() == snapshot
+
+
+@pytest.mark.parametrize("reason", ["length", "content_filter"])
+def test_a_stopped_message_keeps_a_finish_reason_other_than_tool_calls(reason: str) -> None:
+    original = _with_calls("Cut off.")
+    original.response_metadata["finish_reason"] = reason
+
+    stopped = stopped_ai_message(original, _STOP)
+
+    assert stopped.response_metadata == {"finish_reason": reason, "model_name": "m"}
 
 
 
