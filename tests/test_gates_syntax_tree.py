@@ -151,6 +151,7 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     ("typescript", "type G<T> = T extends {\n  queryFnData: infer D;\n  error?: infer E;\n"),  # `} ? _ : _`
     ("typescript", "declare class S {\n  constructor(\n    v: V,\n    f: <D>(\n      d: D,\n"),  # `) => _`
     ("typescript", "declare class Z {\n  required<M extends E<{\n    [k in keyof T]?: true;\n"),  # `}>>():`
+    ("typescript", "export interface O<\n  A = unknown,\n  B = never,\n> extends F<\n"),  # `> {}`
     ("shell", 'if test -z "$a" || {\n\ttest "$b" = x &&\n\ttest ! -f "$c" 2>/dev/null\n'),  # `}`, then `then`
     ("shell", "if case $o in\n  (a | b)\n    :;;\n  (*)\n    eval x;;\n"),  # `esac`, then `then`
     ("shell", "while\n  echo a\n  for i in 1 2\n  do\n    b\n"),  # the `for`'s `do`, not the `while`'s
@@ -226,6 +227,10 @@ def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str
      "(cat <<'EOF' &&\n#!/bin/sh\nEOF\n:)\necho )\necho ok\n"),
     ("typescript", "export interface C<in T = never> {\n  z: I<T>;\n}\n",           # variance (TS 4.7)
      "export interface C<in T = never> {\n  z: I<T;\n}\nconst a = 1;\n"),
+    ("typescript", "export interface M<\n/** @ts-ignore */\nout S extends Z = Z> {\n  s: S;\n}\n",  # `/**`
+     "export interface M<\n/** @ts-ignore */\nout S extends Z = Z> {\n  s: (S;\n}\nconst a = 1;\n"),
+    ("typescript", "type M<T> = {\n  <R extends string>(path: R): T\n  <F = H>(path: P): T\n}\n",  # no `;`
+     "type M<T> = {\n  <R extends string>(path: R): T\n  <F = H>(path: (P): T\n}\nconst a = 1;\n"),
     ("typescript", 'export type * from "./fp/types.ts";\nexport const a = 1;\n',    # TS 5.0
      'export type * from "./fp/types.ts";\nexport const a = (1;\nexport const b = 2;\n'),
     ("shell", "t=`m`\nx=`\n  echo a\n`\necho \"$x\"\n",                  # `=`, then a backtick ending a line

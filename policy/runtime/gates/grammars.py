@@ -157,18 +157,25 @@ _NTH_ARGUMENT = re.compile(rb":nth-(?:last-)?(?:child|of-type)\(([^()\n]*)\)")
 _JS_ENDINGS = (b" => {}", b" from ''")
 """An arrow function's parameters waiting for ``=> body``; an import list (``import {\n  A,``) waiting for
 ``from``."""
-_VARIANCE = re.compile(rb"[<,]\s*((?:in|out)(?:\s+out)?)\s+(?=[A-Za-z_$])")
-"""A type parameter's variance (``interface A<in T>``, ``<in out T>``; TypeScript 4.7), which
-tree-sitter-typescript 0.23 does not know: read as blanks."""
+_VARIANCE = re.compile(rb"[<,](?:\s|/\*(?:[^*]|\*(?!/)){0,400}\*/)*((?:in|out)(?:\s+out)?)\s+(?=[A-Za-z_$])")
+"""A type parameter's variance (``interface A<in T>``, ``<in out T>``, a comment before it; TypeScript 4.7),
+which tree-sitter-typescript 0.23 does not know: read as blanks."""
+_CALL_SIGNATURE_LINE = re.compile(rb"(?<=[\w>\])])\n([ \t])[ \t]*<"
+                                  rb"(?=[A-Za-z_$][\w$]*\s*(?:extends\b|=|,|>\())")
+"""A generic call signature on the line after another member of an object type, no ``;`` between
+(``{ <R>(p: R): T`` then ``<F>(p: F): T }``), which tree-sitter-typescript 0.23 reads as type arguments of
+the type before: the line's first blank read as ``;``."""
 _EXPORT_TYPE_ALL = re.compile(rb"\bexport\s+(type)\s+\*")
 """``export type * from "./t"`` (TypeScript 5.0), which tree-sitter-typescript 0.23 does not know: read as
 ``export *``."""
 _TS_STAND_INS = ((_IMPORT_TYPE, b"_"), (_VARIANCE, b" "), (_EXPORT_TYPE_ALL, b" "))
+_TYPESCRIPT_STAND_INS = (*_TS_STAND_INS, (_CALL_SIGNATURE_LINE, b";"))
+"""In ``.ts`` only: in TSX a line may start a JSX element."""
 _TS_ENDINGS = (*_JS_ENDINGS, b" ? _ : _")
 """Also a conditional type cut inside the type it extends (``T extends {`` … ``}`` waiting for ``? :``)."""
-_TYPE_ARGUMENTS = (b">", b" _>", b">() {}", b">() => {}", b"> = _", b" ? _ : _")
-"""A type's argument list still open (``Fn<\n  Date,``, a generic arrow function's ``<T,``); a conditional
-type waiting for its ``?`` (``T extends U``)."""
+_TYPE_ARGUMENTS = (b">", b" _>", b">() {}", b">() => {}", b"> = _", b"> {}", b" ? _ : _")
+"""A type's argument list still open (``Fn<\n  Date,``, a generic arrow function's ``<T,``, an interface's
+``<T,`` waiting for its body); a conditional type waiting for its ``?`` (``T extends U``)."""
 _PHP_STRING_KEY = re.compile(rb"\$[A-Za-z_]\w*\[([A-Za-z_]\w*)\]")
 """``"$frame[class]"``: an array key written bare in a string, which tree-sitter-php 0.25 rejects when it is
 a keyword (matched outside strings too: there PHP rejects it, and the gate misses that error)."""
@@ -267,7 +274,7 @@ GRAMMARS: dict[str, Grammar] = {
                 endings=_JS_ENDINGS),
         Grammar("typescript", "tree_sitter_typescript", "language_typescript", _JS_TAILS,
                 followers=_TS_FOLLOWERS, endings=_TS_ENDINGS, fillers=_TYPE_ARGUMENTS,
-                stand_ins=_TS_STAND_INS, angles=True, parameter_types=True),
+                stand_ins=_TYPESCRIPT_STAND_INS, angles=True, parameter_types=True),
         Grammar("tsx", "tree_sitter_typescript", "language_tsx", _JS_TAILS, followers=_TS_FOLLOWERS,
                 endings=_TS_ENDINGS, fillers=_TYPE_ARGUMENTS, stand_ins=_TS_STAND_INS, angles=True,
                 parameter_types=True),
