@@ -152,6 +152,7 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     ("typescript", "declare class S {\n  constructor(\n    v: V,\n    f: <D>(\n      d: D,\n"),  # `) => _`
     ("typescript", "declare class Z {\n  required<M extends E<{\n    [k in keyof T]?: true;\n"),  # `}>>():`
     ("typescript", "export interface O<\n  A = unknown,\n  B = never,\n> extends F<\n"),  # `> {}`
+    ("typescript", "type Q<T> = T extends []\n  ? []\n  : T extends A<\n    O<\n      infer D,\n"),  # `>> ?`
     ("shell", 'if test -z "$a" || {\n\ttest "$b" = x &&\n\ttest ! -f "$c" 2>/dev/null\n'),  # `}`, then `then`
     ("shell", "if case $o in\n  (a | b)\n    :;;\n  (*)\n    eval x;;\n"),  # `esac`, then `then`
     ("shell", "while\n  echo a\n  for i in 1 2\n  do\n    b\n"),  # the `for`'s `do`, not the `while`'s

@@ -163,6 +163,8 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any) -> 
     if angled != close:
         for filler in (b"", b" _"):
             yield filler + angled, False
+        for ending in grammar.endings:
+            yield angled + ending, False  # `T extends Array<\n  infer A,` waiting for `>` and `? :`
     if grammar.parameter_types:
         if close.startswith(b")"):
             yield b") => _" + close[1:], False  # `f: <T>(` … : a function type's parameters
