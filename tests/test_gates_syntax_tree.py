@@ -152,6 +152,8 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     ("typescript", "declare class S {\n  constructor(\n    v: V,\n    f: <D>(\n      d: D,\n"),  # `) => _`
     ("typescript", "declare class Z {\n  required<M extends E<{\n    [k in keyof T]?: true;\n"),  # `}>>():`
     ("typescript", "export interface O<\n  A = unknown,\n  B = never,\n> extends F<\n"),  # `> {}`
+    ("typescript", "export type O = {\n  p: P | ((arg0: {\n    popper: Rect;\n"),  # `}) => _)}`
+    ("typescript", "export type H = (ctx: {\n  z: T;\n  /** The error, e.g. an `undefined`\n"),  # `*/}) => _`
     ("typescript", "type Q<T> = T extends []\n  ? []\n  : T extends A<\n    O<\n      infer D,\n"),  # `>> ?`
     ("shell", 'if test -z "$a" || {\n\ttest "$b" = x &&\n\ttest ! -f "$c" 2>/dev/null\n'),  # `}`, then `then`
     ("shell", "if case $o in\n  (a | b)\n    :;;\n  (*)\n    eval x;;\n"),  # `esac`, then `then`

@@ -94,8 +94,9 @@ class Grammar:
     is a ``}`` missing before the node, ``@unexpected`` an unexpected node (checked once a text has an error,
     so the valid path stays one parse)."""
     parameter_types: bool = False
-    """A parameter list first among the closers may be a function type's, waiting for ``=> T`` (``f: <T>(``
-    …), and type parameters last among the angle brackets a method's, waiting for ``(): T;`` (TypeScript)."""
+    """The innermost parameter list among the closers may be a function type's, waiting for ``=> T``
+    (``f: <T>(`` …, ``(ctx: {`` …), and type parameters last among the angle brackets a method's, waiting
+    for ``(): T;`` (TypeScript)."""
     angles: bool = False
     """``<`` … ``>`` of type arguments are brackets too: closed in a second try, since a ``<`` in a broken
     region may be a comparison (``Fn<{`` closes as ``}>``)."""

@@ -166,8 +166,8 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any) -> 
         for ending in grammar.endings:
             yield angled + ending, False  # `T extends Array<\n  infer A,` waiting for `>` and `? :`
     if grammar.parameter_types:
-        if close.startswith(b")"):
-            yield b") => _" + close[1:], False  # `f: <T>(` … : a function type's parameters
+        if b")" in close:
+            yield _function_type(close), False  # `f: <T>(` …, `(ctx: {` …: a function type's parameters
         if angled != close:
             last = angled.rfind(b">") + 1
             yield angled[:last] + b"(): _;" + angled[last:], False  # `m<T extends X<{` … : a method's
@@ -187,6 +187,8 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any) -> 
                 yield tail.encode() + statement_end[0] + close, True  # `$s = "…` closes as `";}`
             if grammar.block_end and close:
                 yield tail.encode() + close.replace(b"}", grammar.block_end), True
+            if grammar.parameter_types and b")" in close:
+                yield tail.encode() + _function_type(close), True
     if grammar.heredoc is not None:
         openers = list(grammar.heredoc.finditer(data))
         if openers:
@@ -194,6 +196,12 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any) -> 
             close = closers(tree_parser.parse(data + terminator), grammar)
             for filler in (b"", b";"):
                 yield terminator + filler + close, True
+
+
+def _function_type(close: bytes) -> bytes:
+    """The closers with `` => _`` after their first ``)``: the parameter list it closes a function type's."""
+    end = close.index(b")") + 1
+    return close[:end] + b" => _" + close[end:]
 
 
 def _open_raw_string(grammar: Grammar, data: bytes) -> tuple[str, ...]:
