@@ -396,3 +396,10 @@ def test_a_policy_gating_only_python_never_imports_tree_sitter(tmp_path: Path) -
     )
     output = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     assert output.strip() == "[]"
+
+
+def test_a_tree_error_no_node_holds_does_not_crash_the_check() -> None:
+    text = 'package main\n\nfunc main() {\n\tvar (\n\t\tt = f("a",\n\t\t\t"b"+\n _))}'
+    tree = parser("go").parse(text.encode())
+    assert tree.root_node.has_error  # tree-sitter-go flags an error, yet no ERROR or MISSING node holds it
+    assert check_syntax_tree("go", text, partial=False).status == "valid"

@@ -116,7 +116,8 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> 
             return ("invalid", conditions) if conditions else (complete, [])
     conditions += _line_broken_strings(grammar, data)
     if not partial:
-        return "invalid", conditions + errors
+        # a tree can flag an error that no ERROR or MISSING node holds: nothing to point at, no block
+        return ("invalid", conditions + errors) if conditions or errors else (complete, [])
     first: list[Site] | None = None
     for suffix, closed in _completions(tree_parser, grammar, data, tree):
         completed = tree_parser.parse(data + suffix)
