@@ -16,28 +16,46 @@ parse.  Otherwise the gate blocks only what the write breaks:
   closed) or ends before the text does: valid text follows it; or when it
   starts the last line and that line is finished (``_FINISHED``): no append
   changes a line that ended;
+- the completions are tried in order, the likeliest first (every bracket
+  closed, nothing else); a tail only when the text may end inside what it
+  closes (its opener occurs with no closer after it); and when the first
+  completion leaves an ``ERROR`` between valid neighbours before the last
+  line (and before any string or comment the text may end in), no other
+  ending reaches back there: the text is broken, no more parses;
 - an error the file already had before the write (same line, the edit's
   shift applied) is not the write's doing.
 
-Every step is a linear parse or scan; the slow steps run only on a text
-with an error.  What each grammar can and cannot see is in docs/language.md.
+Every step is a linear parse or walk (a tree's leaves are walked once with
+their parents, never asked for ``parent``, which scans from the root), and
+at most a fixed number of parses per grammar; the slow steps run only on a
+text with an error.  What each grammar can and cannot see is in
+docs/language.md.
 """
 
 from __future__ import annotations
 
 import functools
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from policy.runtime.gates.grammars import GRAMMARS, Grammar, GrammarUnavailable, StandIn, parser
+from policy.runtime.gates.grammars import (
+    BLOCK_COMMENT_END,
+    GRAMMARS,
+    Grammar,
+    GrammarUnavailable,
+    StandIn,
+    parser,
+)
 from policy.runtime.gates.preprocessor import (
     blank_conditionals,
     blank_continued_comments,
     blank_macro_calls,
     blank_open_directive,
     directives_only,
+    has_checked_directives,
 )
 from policy.runtime.gates.problems import INCOMPLETE, VALID, Problem, Verdict, invalid, unavailable
 
@@ -98,18 +116,21 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> 
     errors = _errors(tree, grammar)
     conditions: list[Site] = []
     complete = "valid"
+    original = data
     if grammar.conditionals:
         data = blank_continued_comments(data)
         if partial:
             cut = blank_open_directive(data)
             complete, data = ("incomplete", cut) if cut != data else (complete, data)
-        conditions = [site for site in error_sites(tree_parser.parse(directives_only(data)))
-                      if site.start < len(data)]
+        if has_checked_directives(data):
+            conditions = [site for site in error_sites(tree_parser.parse(directives_only(data)))
+                          if site.start < len(data)]
         data = blank_macro_calls(blank_conditionals(data, grammar.foreign))
     if grammar.stand_ins or grammar.conditionals:
         data = _stand_in(data, grammar)
-        tree = tree_parser.parse(data)
-        errors = _errors(tree, grammar)
+        if data != original:  # otherwise the first parse stands
+            tree = tree_parser.parse(data)
+            errors = _errors(tree, grammar)
         if not errors:
             return ("invalid", conditions) if conditions else (complete, [])
     conditions += _line_broken_strings(grammar, data)
@@ -117,13 +138,89 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> 
         return "invalid", conditions + errors
     first: list[Site] | None = None
     for suffix, closed in _completions(tree_parser, grammar, data, tree):
-        completed = tree_parser.parse(data + suffix)
+        completed = tree_parser.parse(data + suffix) if suffix else tree
         standing = _standing(data, completed, closed, grammar) or _unclosed_calls(grammar, data, completed)
         if not standing:
             return ("invalid", conditions) if conditions else ("incomplete", [])
-        first = standing if first is None else first
+        if first is None:
+            first = standing
+            if _error_out_of_reach(completed, _unreachable_before(grammar, data)):
+                break
     assert first is not None
     return "invalid", conditions + first
+
+
+def _error_out_of_reach(tree: Any, limit: int) -> bool:
+    """Whether the completed tree holds an ``ERROR`` that ends before ``limit`` with valid text after it:
+    inside a construct parsed without error around it, or at the top level followed by a whole top-level
+    node without error.  With every bracket closed, no other ending of the text reaches back there (the other
+    completions differ only after the text; they need not be parsed)."""
+    root = tree.root_node
+    stack: list[tuple[Any, bool]] = []
+    followed = False
+    for child in reversed(root.children):
+        if child.is_error:
+            if followed and child.end_byte < limit:
+                return True
+        elif child.has_error:
+            stack.append((child, False))
+        elif child.is_named and not child.is_extra and child.end_byte < limit:
+            followed = True
+    while stack:
+        node, enclosed = stack.pop()
+        if node.start_byte >= limit:
+            continue
+        if node.is_error:
+            if enclosed and node.end_byte < limit:
+                return True
+        elif node.has_error:
+            stack.extend((child, True) for child in node.children)
+    return False
+
+
+def _unreachable_before(grammar: Grammar, data: bytes) -> int:
+    """Where an ending could start to change the text's reading: the start of its last line, or of a
+    string, comment or heredoc the text may end inside, whichever comes first."""
+    content_end = len(data.rstrip())
+    limit = data.rfind(b"\n", 0, content_end) + 1
+    for tail in grammar.tails:
+        start = _open_token_start(tail, data)
+        if start is not None:
+            limit = min(limit, start)
+    for pattern in (grammar.heredoc, grammar.raw_string):
+        if pattern is not None:
+            for found in pattern.finditer(data):
+                limit = min(limit, found.start())
+                break
+    return limit
+
+
+_TAIL_OPENERS = {BLOCK_COMMENT_END: b"/*", "-->": b"<!--", "\n=end\n": b"=begin"}
+"""A tail that closes no quote → what opens the comment it closes."""
+_UNBOUNDED_TAILS = frozenset({">"})
+"""Tails whose opener may be anywhere in the text (HTML's ``>``: quoted values may hold ``<`` and ``>``)."""
+
+
+def _open_token_start(tail: str, data: bytes) -> int | None:
+    """Where the string, comment or tag ``tail`` closes starts if the text may end inside one; None if it
+    cannot (no opener without a closer after it; for a quote, no unescaped quote)."""
+    if tail in _UNBOUNDED_TAILS:
+        return 0
+    opener = _TAIL_OPENERS.get(tail)
+    if opener is not None:
+        start = data.rfind(opener)
+        closing = tail.strip("\n").encode()
+        return start if start >= 0 and data.find(closing, start + len(opener)) < 0 else None
+    quote = tail.encode()
+    start = data.rfind(quote)
+    while start > 0:
+        escape = start
+        while escape > 0 and data[escape - 1] == 92:  # the backslashes before it
+            escape -= 1
+        if (start - escape) % 2 == 0:
+            break
+        start = data.rfind(quote, 0, escape)
+    return start if start >= 0 else None
 
 
 def _line_broken_strings(grammar: Grammar, data: bytes) -> list[Site]:
@@ -167,6 +264,8 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any) -> 
         yield close.replace(b"}", grammar.block_end), False
     raw = _open_raw_string(grammar, data)
     for tail in (*grammar.tails, *raw):
+        if tail not in raw and _open_token_start(tail, data) is None:
+            continue  # the text cannot end inside what this tail closes
         with_tail = data + tail.encode()
         tail_tree = tree_parser.parse(with_tail)
         # a raw string open at the end is no token to a tree in error recovery: its opener tells
@@ -277,72 +376,121 @@ def error_sites(tree: Any) -> Iterator[Site]:
 def closers(tree: Any, grammar: Grammar, angles: bool = False) -> bytes:
     """The closing brackets and keywords for every block still open at the end, innermost first; with
     ``angles``, type arguments' ``<`` too (``_angle``)."""
-    stack: list[str] = []
+    entries = [grammar.followers[entry][1] if entry in grammar.followers else entry
+               for entry, _ in reversed(open_at_end(tree, grammar, angles))]
+    if not entries:
+        return b""
+    if grammar.terminator:
+        entries = [grammar.terminator + entry if entry == "}" and index and entries[index - 1] in (")", "]")
+                   else entry for index, entry in enumerate(entries)]
+    separator = "\n" if grammar.keywords else ""
+    return (separator + separator.join(entries)).encode()
+
+
+def open_at_end(tree: Any, grammar: Grammar, angles: bool = False) -> list[tuple[str, int]]:
+    """What is still open at the end, outermost first: each closer (or follower's keyword) with the offset
+    of what opened it.  One walk over the tree's leaves."""
+    opened = _Opened()
+    for node, parent, previous in _leaves(tree):
+        if not node.is_missing and not (angles and _angle(opened, node, parent, previous)):
+            _track(opened, node, parent, grammar)
+    return opened.entries
+
+
+class _Opened:
+    """A stack of closers with a count of each, so that a closer finds its opener in constant time."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[str, int]] = []
+        self._counts: Counter[str] = Counter()
+
+    def push(self, entry: str, at: int) -> None:
+        self.entries.append((entry, at))
+        self._counts[entry] += 1
+
+    def pop(self) -> str:
+        entry = self.entries.pop()[0]
+        self._counts[entry] -= 1
+        return entry
+
+    def top(self) -> str | None:
+        return self.entries[-1][0] if self.entries else None
+
+    def __contains__(self, entry: str) -> bool:
+        return self._counts[entry] > 0
+
+    def close(self, entry: str) -> None:
+        """Pop down to and including ``entry``, if it is open."""
+        if entry in self:
+            while self.pop() != entry:
+                pass
+
+
+def _leaves(tree: Any) -> Iterator[tuple[Any, Any, Any]]:
+    """Every leaf of the tree in order, with its parent and the sibling before it (None where there is
+    none): one cursor walk, since a node's ``parent`` and ``prev_sibling`` each scan from the root."""
     cursor = tree.walk()
+    node = cursor.node
+    parents: list[Any] = [None]
+    previous: list[Any] = [None]
     while True:
-        node = cursor.node
-        if node.child_count == 0 and not node.is_missing and not (angles and _angle(stack, node)):
-            _track(stack, node, grammar)
         if cursor.goto_first_child():
+            parents.append(node)
+            previous.append(None)
+            node = cursor.node
             continue
+        yield node, parents[-1], previous[-1]
         while not cursor.goto_next_sibling():
             if not cursor.goto_parent():
-                separator = "\n" if grammar.keywords else ""
-                entries = [grammar.followers[entry][1] if entry in grammar.followers else entry
-                           for entry in reversed(stack)]
-                if grammar.terminator:
-                    entries = [grammar.terminator + entry if entry == "}" and index and entries[index - 1] in
-                               (")", "]") else entry for index, entry in enumerate(entries)]
-                text = separator.join(entries)
-                return (separator + text).encode() if stack else b""
+                return
+            node = parents.pop()
+            previous.pop()
+        previous[-1] = node
+        node = cursor.node
 
 
-def _angle(stack: list[str], node: Any) -> bool:
+def _angle(opened: _Opened, node: Any, parent: Any, previous: Any) -> bool:
     """Track ``node`` if it is an angle bracket of type arguments: a ``<`` of ``type_arguments`` or
     ``type_parameters``, or one in an error right after a name (``Fn<``); a ``>`` closing one."""
     kind = node.type
     if kind == "<":
-        parent, previous = node.parent, node.prev_sibling
         if parent is not None and (parent.type in _TYPE_LISTS or (
                 parent.is_error and previous is not None and previous.end_byte == node.start_byte)):
-            stack.append(">")
+            opened.push(">", node.start_byte)
             return True
-    elif kind in _ANGLES_CLOSED and stack and stack[-1] == ">":
+    elif kind in _ANGLES_CLOSED and opened.top() == ">":
         for _ in kind:
-            if stack and stack[-1] == ">":
-                stack.pop()
+            if opened.top() == ">":
+                opened.pop()
         return True
     return False
 
 
-def _track(stack: list[str], node: Any, grammar: Grammar) -> None:
+def _track(opened: _Opened, node: Any, parent: Any, grammar: Grammar) -> None:
     kind = node.type
-    parent = node.parent
+    top = opened.top()
     if kind == ">" and parent is not None and parent.type in _TAGS:
         tag = _end_tag(parent)
         if parent.type in _OPENING_TAGS:
             if tag not in _VOID_ELEMENTS:
-                stack.append(tag)
-        elif tag in stack:
-            while stack.pop() != tag:
-                pass
-    elif kind in grammar.followers:
-        stack.append(kind)  # a ``try`` or ``do`` whose block has not been followed by its keyword yet
-    elif stack and stack[-1] in grammar.followers and kind in grammar.followers[stack[-1]][0]:
-        stack.pop()
-    elif kind in grammar.quotes:
-        if stack and stack[-1] == kind:
-            stack.pop()
+                opened.push(tag, parent.start_byte)
         else:
-            stack.append(kind)
+            opened.close(tag)
+    elif kind in grammar.followers:
+        opened.push(kind, node.start_byte)  # a ``try`` or ``do`` whose block has not been followed yet
+    elif top is not None and top in grammar.followers and kind in grammar.followers[top][0]:
+        opened.pop()
+    elif kind in grammar.quotes:
+        if top == kind:
+            opened.pop()
+        else:
+            opened.push(kind, node.start_byte)
     elif kind in _OPENERS:
-        stack.append(_OPENERS[kind])
+        opened.push(_OPENERS[kind], node.start_byte)
     elif kind in _CLOSERS or kind in grammar.keywords.values():
-        if kind in stack:
-            while stack.pop() != kind:
-                pass
+        opened.close(kind)
     elif kind in grammar.keywords and not (parent is not None and parent.type in grammar.modifier_parents):
-        stack.append(grammar.keywords[kind])
+        opened.push(grammar.keywords[kind], node.start_byte)
 
 
 def _end_tag(tag: Any) -> str:
