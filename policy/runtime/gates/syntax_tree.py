@@ -152,29 +152,33 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> 
 
 def _error_out_of_reach(tree: Any, limit: int) -> bool:
     """Whether the completed tree holds an ``ERROR`` that ends before ``limit`` with valid text after it:
-    inside a construct parsed without error around it, or at the top level followed by a whole top-level
-    node without error.  With every bracket closed, no other ending of the text reaches back there (the other
+    inside a construct parsed without error around it, followed by more of it (not a comment) that starts
+    before ``limit``; or at the top level, followed by a whole top-level node without error that ends
+    before ``limit``.  With every bracket closed, no other ending of the text reaches back there (the other
     completions differ only after the text; they need not be parsed)."""
-    root = tree.root_node
-    stack: list[tuple[Any, bool]] = []
+    stack: list[Any] = []
     followed = False
-    for child in reversed(root.children):
+    for child in reversed(tree.root_node.children):
         if child.is_error:
             if followed and child.end_byte < limit:
                 return True
         elif child.has_error:
-            stack.append((child, False))
+            stack.append(child)
         elif child.is_named and not child.is_extra and child.end_byte < limit:
             followed = True
     while stack:
-        node, enclosed = stack.pop()
+        node = stack.pop()
         if node.start_byte >= limit:
             continue
-        if node.is_error:
-            if enclosed and node.end_byte < limit:
-                return True
-        elif node.has_error:
-            stack.extend((child, True) for child in node.children)
+        code_after = False
+        for child in reversed(node.children):
+            if child.is_error:
+                if code_after and child.end_byte < limit:
+                    return True
+            elif child.has_error:
+                stack.append(child)
+            if not child.is_extra and child.start_byte < limit:
+                code_after = True
     return False
 
 
