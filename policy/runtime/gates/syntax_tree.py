@@ -350,13 +350,21 @@ def _closed_start(tree: Any, position: int, fallback: int) -> int:
 
 
 def _errors(tree: Any, grammar: Grammar) -> list[Site]:
-    """The tree's ``ERROR`` and ``MISSING`` nodes, and what the grammar misreads (``Grammar.misread``)."""
-    sites = list(error_sites(tree)) if tree.root_node.has_error else []
-    if grammar.misread:
+    """The tree's ``ERROR`` and ``MISSING`` nodes, and what the grammar misreads (``Grammar.misread``; not
+    looked for past ``_QUERY_BUDGET``: the tree has an error already)."""
+    nodes = list(_error_nodes(tree)) if tree.root_node.has_error else []
+    sites = [_site(node) for node in nodes]
+    if grammar.misread and sum(node.child_count ** 2 for node in nodes) <= _QUERY_BUDGET:
         captures = _misread_query(grammar.name).captures(tree.root_node)
         sites += [Site(node.start_byte, node.start_byte, "}") for node in captures.get("brace", ())]
         sites += [Site(node.start_byte, node.end_byte, None) for node in captures.get("unexpected", ())]
     return sites
+
+
+_QUERY_BUDGET = 1_000_000
+"""The most ``children²`` summed over a tree's outermost ``ERROR`` nodes for which a query runs on it:
+tree-sitter's query cursor reads an ``ERROR`` node's children in time quadratic in their number (20,000
+children: 1.9 s)."""
 
 
 @functools.cache
@@ -368,13 +376,21 @@ def _misread_query(name: str) -> Any:
 
 def error_sites(tree: Any) -> Iterator[Site]:
     """Every ``ERROR`` and ``MISSING`` node, outermost only, visiting just the subtrees that hold one."""
+    return map(_site, _error_nodes(tree))
+
+
+def _error_nodes(tree: Any) -> Iterator[Any]:
     stack = [tree.root_node]
     while stack:
         node = stack.pop()
         if node.is_error or node.is_missing:
-            yield Site(node.start_byte, node.end_byte, node.type if node.is_missing else None)
+            yield node
         elif node.has_error:
             stack.extend(reversed(node.children))
+
+
+def _site(node: Any) -> Site:
+    return Site(node.start_byte, node.end_byte, node.type if node.is_missing else None)
 
 
 def closers(tree: Any, grammar: Grammar, angles: bool = False) -> bytes:
