@@ -409,12 +409,36 @@ def closers(tree: Any, grammar: Grammar, angles: bool = False) -> bytes:
 
 def open_at_end(tree: Any, grammar: Grammar, angles: bool = False) -> list[tuple[str, int]]:
     """What is still open at the end, outermost first: each closer (or follower's keyword) with the offset
-    of what opened it.  One walk over the tree's leaves."""
+    of what opened it.  One walk over each node's children, carrying each leaf's parent and previous
+    sibling (a node's ``parent`` and ``prev_sibling`` each scan from the root)."""
     opened = _Opened()
-    for node, parent, previous in _leaves(tree):
-        if not node.is_missing and not (angles and _angle(opened, node, parent, previous)):
-            _track(opened, node, parent, grammar)
+    tracked = _tracked(grammar.name) | (_ANGLES if angles else frozenset())
+    root = tree.root_node
+    stack: list[tuple[Any, list[Any], int]] = [(None, [root], 0)]
+    while stack:
+        parent, children, index = stack.pop()
+        while index < len(children):
+            node = children[index]
+            index += 1
+            if node.child_count:
+                stack.append((parent, children, index))
+                parent, children, index = node, node.children, 0
+            elif node.type in tracked and not node.is_missing and not (
+                    angles and _angle(opened, node, parent, children[index - 2] if index > 1 else None)):
+                _track(opened, node, parent, grammar)
     return opened.entries
+
+
+_ANGLES = frozenset({"<", *_ANGLES_CLOSED})
+
+
+@functools.cache
+def _tracked(name: str) -> frozenset[str]:
+    """The leaf types ``_track`` acts on for the named grammar."""
+    grammar = GRAMMARS[name]
+    followers = {kind for entry in grammar.followers.values() for kind in entry[0]}
+    return frozenset({">", *_OPENERS, *_CLOSERS, *grammar.keywords, *grammar.keywords.values(),
+                      *grammar.quotes, *grammar.followers, *followers})
 
 
 class _Opened:
@@ -444,29 +468,6 @@ class _Opened:
         if entry in self:
             while self.pop() != entry:
                 pass
-
-
-def _leaves(tree: Any) -> Iterator[tuple[Any, Any, Any]]:
-    """Every leaf of the tree in order, with its parent and the sibling before it (None where there is
-    none): one cursor walk, since a node's ``parent`` and ``prev_sibling`` each scan from the root."""
-    cursor = tree.walk()
-    node = cursor.node
-    parents: list[Any] = [None]
-    previous: list[Any] = [None]
-    while True:
-        if cursor.goto_first_child():
-            parents.append(node)
-            previous.append(None)
-            node = cursor.node
-            continue
-        yield node, parents[-1], previous[-1]
-        while not cursor.goto_next_sibling():
-            if not cursor.goto_parent():
-                return
-            node = parents.pop()
-            previous.pop()
-        previous[-1] = node
-        node = cursor.node
 
 
 def _angle(opened: _Opened, node: Any, parent: Any, previous: Any) -> bool:
