@@ -52,5 +52,10 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
               help="Show the version and exit.")
-def policyctl() -> None:
+@click.pass_context
+def policyctl(ctx: click.Context) -> None:
     """Policy-as-code guard for the tool calls of LLM coding agents."""
+    if ctx.invoked_subcommand != "hook":
+        from cli.log import show_library_warnings
+
+        show_library_warnings()

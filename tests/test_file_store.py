@@ -331,6 +331,16 @@ def test_a_folder_others_can_write_is_not_used(tmp_path: Path) -> None:
     assert list(folder.iterdir()) == []
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")
+def test_a_folder_of_another_user_is_not_used(tmp_path: Path) -> None:
+    folder = tmp_path / "sessions"
+    folder.mkdir(mode=0o700)
+    os.chown(folder, 65534, 65534)  # nobody's
+    with pytest.raises(OSError, match="belongs to user 65534"), FileStore(folder).scope(Scope("t", "r")):
+        pass
+    assert list(folder.iterdir()) == []
+
+
 _HOLDER = """
 import fcntl, os, sys, time
 fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)

@@ -339,27 +339,36 @@ def _extendable(grammar_parser: Any, tree: Any, data: bytes, mutated: bytes, end
     return any(not grammar_parser.parse(repaired).root_node.has_error for repaired in repairs)
 
 
-def _checker_completes(language: str, chunk: str, rounds: int = 2) -> bool:
+def _checker_completes(language: str, chunk: str, rounds: int = 2, closer: str = "") -> bool:
     """Whether the language's own checker accepts the chunk followed by one of the gate's endings (or two,
-    when the first closes a string and leaves the text in another: ``"$(a "b"`` + ``"`` ``)`` + ``"``):
-    then the chunk is a prefix of a valid file, and what it lacks no error of its own."""
-    checker = CHECKERS.get(language)
-    if checker is None:
+    when the first closes a string and leaves the text in another: ``"$(a "b"`` + ``"`` ``)`` + ``"``; or the
+    deleted ``closer`` quoted, then an ending: ``"${a##*." = x ]; then`` + ``"}"`` + ``; then :…``, the rest
+    of the chunk a string nested in a shell expansion, which tree-sitter-bash does not read): then the chunk
+    is a prefix of a valid file, and what it lacks no error of its own."""
+    if language not in CHECKERS:
         return False
     tails = GRAMMARS[language].tails
     for ending in completions(language, chunk):
         completed = chunk + ending
         # the checker runs only on what the gate itself (with its stand-ins) reads as valid
         if check_syntax_tree(language, completed, partial=False).status == "valid":
-            with tempfile.TemporaryDirectory(prefix="policyctl-corpus-") as folder:
-                path = Path(folder, f"completed.{EXTENSION[language]}")
-                path.write_text(completed, encoding="utf-8", errors="surrogateescape")
-                if checker(path):
-                    return True
+            if _checker_accepts(language, completed):
+                return True
         elif (rounds > 1 and ending.startswith(tails)
               and _checker_completes(language, completed, rounds - 1)):
             return True
+    for quote in sorted(GRAMMARS[language].quotes) if closer else ():
+        quoted = chunk + quote + closer + quote
+        if any(_checker_accepts(language, quoted + ending) for ending in completions(language, quoted)[:6]):
+            return True
     return False
+
+
+def _checker_accepts(language: str, text: str) -> bool:
+    with tempfile.TemporaryDirectory(prefix="policyctl-corpus-") as folder:
+        path = Path(folder, f"completed.{EXTENSION[language]}")
+        path.write_text(text, encoding="utf-8", errors="surrogateescape")
+        return CHECKERS[language](path)
 
 
 @dataclass
@@ -391,7 +400,8 @@ def inject_errors(language: str, file: str) -> InjectionRun:
                 cut = starts[last] + len(new) - (end - start)
                 after = mutated[:cut]
                 if ((closer and _extendable(grammar_parser, tree, data, mutated, end, starts[last], closer))
-                        or _checker_completes(language, after.decode("utf-8", "surrogateescape"))):
+                        or _checker_completes(language, after.decode("utf-8", "surrogateescape"),
+                                              closer=closer.decode())):
                     run.continuable += 1  # text after the chunk could still complete it: not an error yet
                     continue
                 sandbox = Sandbox(gate_policy())

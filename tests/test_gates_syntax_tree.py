@@ -148,6 +148,14 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     ("rust", "fn f(n: u8) -> u8 {\n    match n {\n        0 => 1,\n        #[cfg(x)]\n"),  # an arm to come
     ("css", "a {\n  background: url(data:image/png;base64,iVBO);\n  b: c;\n"),  # a `;` inside a line's `url(`
     ("shell", "f() {\n\tcase $1 in\n\tfirefox | iceweasel | \\\n\tchrome | chromium | \\\n"),  # `_) ;;`
+    ("shell", 'if test -z "$a" || {\n\ttest "$b" = x &&\n\ttest ! -f "$c" 2>/dev/null\n'),  # `}`, then `then`
+    ("shell", "if case $o in\n  (a | b)\n    :;;\n  (*)\n    eval x;;\n"),  # `esac`, then `then`
+    ("shell", "while\n  echo a\n  for i in 1 2\n  do\n    b\n"),  # the `for`'s `do`, not the `while`'s
+    ("shell", 'if [ $# -eq 1 ]; then\n  (\n    case `echo "$1"` in\n      *.a)\n'),  # `a)`: no closer
+    ("shell", 'if [ $# -eq 1 ]; then\n  (\n    case "$1" in\n      *.a)\n'
+              '        if [ -x "`which ar`" ]; then\n          ar tv "$1"\n'
+              '        else echo "No ar"; fi ;;\n\n      *.bz2)\n'
+              '        if [ -x "`which b`" ]; then\n          b -dc "$1" | tar tvvf -\n'),
 ])
 def test_incomplete_prefixes_of_other_languages(language: str, prefix: str, policy: CompiledPolicy) -> None:
     assert write(policy, f"m.{EXTENSIONS[language]}", prefix).metadata.get("incomplete") is True
@@ -213,6 +221,8 @@ def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str
      '((gzip -cdfq -- "$f" 4>&-\n  echo $? >&4) 3>&- | cat)\necho )\necho ok\n'),
     ("shell", "(cat <<'EOF' &&\n#!/bin/sh\nEOF\n:)\n",                          # a quoted heredoc's body
      "(cat <<'EOF' &&\n#!/bin/sh\nEOF\n:)\necho )\necho ok\n"),
+    ("shell", "t=`m`\nx=`\n  echo a\n`\necho \"$x\"\n",                  # `=`, then a backtick ending a line
+     "t=`m`\nx=`\n  echo a\n`\necho )\necho ok\n"),
     ("html", '<a class="nav" href="{{< docsref "/components/navbar" >}}">Navbar</a>\n',  # a Hugo shortcode
      '<a class="nav" href="{{< docsref "/components/navbar" >}}">Navbar</a\n<p>x</p>\n'),
     ("html", "<p>Default: <code>'> '</code> or <code>a >= 0</code>, <code><%= data.a %></code></p>\n",

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import random
+import time
 import warnings
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from policy.runtime.gates.data_syntax import check_json, check_toml, check_yaml
 from policy.runtime.gates.problems import snippet
@@ -290,3 +294,21 @@ def test_snippet_cuts_a_long_line_to_a_window_around_the_column() -> None:
 def test_snippet_without_a_line_is_empty_and_without_a_column_has_no_caret() -> None:
     assert snippet("x", None, None) == ""
     assert snippet("a\nb\n", 2, None) == "1 | a\n2 | b"
+
+
+DATA_SOUP_PIECES = ["[", "{", "]", "}", '"', "'", '"""', "\\", ",", ":", "=", " ", "\n", "  ", "- ", "a",
+                    "1", "tr", "a = ", "[[", "#", "&x", "*x", "!!str ", "|", ">", "x" * 40]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(["json", "toml", "yaml"]), st.lists(st.sampled_from(DATA_SOUP_PIECES), min_size=1,
+                                                         max_size=30), st.integers(1, 4000))
+def test_bracket_and_string_soups_of_data_files_are_checked_in_bounded_time(language: str, pieces: list[str],
+                                                                            repeat: int) -> None:
+    """As the Python gate's soups (test_gates_prefix.py): 1 s per 100 KB, at least 1 s; figures: bench/."""
+    check = {"json": check_json, "toml": check_toml, "yaml": check_yaml}[language]
+    text = "".join(random.Random(repeat).choice(pieces) for _ in range(repeat * 10))
+    for partial in (True, False):
+        start = time.perf_counter()
+        check(text, partial)
+        assert time.perf_counter() - start < max(1.0, len(text) / 100_000), (language, partial)

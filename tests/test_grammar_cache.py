@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -46,3 +48,17 @@ def test_a_cache_folder_others_can_write_is_not_used(tmp_path: Path) -> None:
     done = _lint(tmp_path)
     assert done.returncode == 0, done.stderr
     assert list(folder.iterdir()) == []
+    assert done.stderr == ("policyctl: warning: not caching the policy grammar: "
+                           f"{folder} is writable by others (mode 777); it is not used\n")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")
+def test_a_cache_folder_of_another_user_is_not_used(tmp_path: Path) -> None:
+    folder = tmp_path / "policyctl"
+    folder.mkdir(mode=0o700)
+    os.chown(folder, 65534, 65534)  # nobody's
+    done = _lint(tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert list(folder.iterdir()) == []
+    warning = f"policyctl: warning: not caching the policy grammar: {folder} belongs to user 65534"
+    assert warning in done.stderr

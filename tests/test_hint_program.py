@@ -141,6 +141,21 @@ def recorded_renders(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict[st
         return original(self, variables)
 
     monkeypatch.setattr(HintTemplate, "render_checked", recording)
+    compiled_program = HintTemplate.compiled_program
+
+    def recording_program(self: HintTemplate) -> Any:  # the loop layers' render (plain variables)
+        program = compiled_program(self)
+        if program is None:
+            return None
+
+        def render(variables: Any) -> Any:
+            context = {name: variables[name] for name in self.variables if name in variables}
+            renders.append((self.source, context))
+            return program(variables)
+
+        return render
+
+    monkeypatch.setattr(HintTemplate, "compiled_program", recording_program)
     policies = [load_policy(f"builtin:{name}") for name in builtin_policy_names()]
     policies += [load_policy(path) for path in sorted(HINT_CASES.glob("*.policy"))]
     claude_code = load_policy("builtin:claude-code")

@@ -1,9 +1,9 @@
 """HarnessGuardMiddleware in DeerFlow's entry points, through real ``create_agent`` graphs.
 
 DeerFlow is not on the package index, so ``tests/deerflow_standin/deerflow`` stands in for it
-(each module names the DeerFlow file it mirrors): the lead agent's chain, the SDK factory with
-its ``@Prev`` anchors, the subagent executor and its context keys, the local sandbox's bash
-output, the ``deerflow_tool_meta`` contract and the read-before-write gate.
+(each module names the DeerFlow file it mirrors): the lead agent's chain, the embedded client,
+the SDK factory with its ``@Prev`` anchors, the subagent executor and its context keys, the local
+sandbox's bash output, the ``deerflow_tool_meta`` contract and the read-before-write gate.
 """
 
 from __future__ import annotations
@@ -145,6 +145,35 @@ def test_guarding_the_lead_agent_twice_keeps_one_guard_and_undo_restores_deerflo
     assert lead.build_middlewares is original
     first()
     assert lead.build_middlewares is original
+
+
+def test_the_embedded_client_gets_a_guard_although_it_imported_deerflows_builder_by_name(
+        tmp_path: Path) -> None:
+    """``deerflow.client`` holds its own reference to ``build_middlewares``, taken at its import
+    (before the helper runs, as an application's imports are); each ``chat`` is a new run of the
+    one agent the client keeps."""
+    from deerflow import client as embedded
+
+    target = tmp_path / "app.py"
+    broken = AIMessage(content="", tool_calls=[{"id": f"w{next(_ids)}", "name": "write_file",
+                                                 "type": "tool_call",
+                                                 "args": {"path": str(target), "content": "def f(:\n"}}])
+    run = [broken, *(bash_turn("ls") for _ in range(3))]
+    model = scripted(*run, AIMessage(content="first"), *run, AIMessage(content="second"))
+    original = embedded.build_middlewares
+    undo = guard_lead_agent("builtin:deerflow")
+    try:
+        client = embedded.DeerFlowClient(model, sandbox_tools(tmp_path))
+        answers = [client.chat("inspect", thread_id="t") for _ in range(2)]
+    finally:
+        undo()
+
+    assert answers == ["first", "second"]
+    assert not target.exists()  # the guard's write gate, in the chain the client built
+    warned = [loop_warnings(request) for request in model.requests]
+    assert [len(w) for w in warned] == [0, 0, 0, 0, 1] * 2  # a fresh budget per run, one warning each
+    assert all("3 times" in w[0].text for w in warned if w)  # policyctl's warning, not DeerFlow's
+    assert embedded.build_middlewares is original
 
 
 # --- the SDK factory -------------------------------------------------------------------------

@@ -138,6 +138,17 @@ def repeated(command: str, times: int) -> list[AIMessage]:
     return [turn(call("bash", command=command)) for _ in range(times)]
 
 
+def invoke(agent: Any, request: dict[str, Any], asynchronous: bool, **kwargs: Any) -> dict[str, Any]:
+    """``agent.invoke``, or ``agent.ainvoke`` run to its end: one run through the sync or the async graph."""
+    result: dict[str, Any] = (asyncio.run(agent.ainvoke(request, **kwargs)) if asynchronous
+                              else agent.invoke(request, **kwargs))
+    return result
+
+
+sync_and_async = pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+"""A run-lifecycle test through the sync graph and through the async one."""
+
+
 # --- write gates -------------------------------------------------------------------
 
 
@@ -261,6 +272,7 @@ def test_three_identical_calls_warn_on_the_third(workspace: Workspace) -> None:
 def test_five_identical_calls_stop_the_run_with_the_stop_text_in_the_answer(workspace: Workspace) -> None:
     script = [*repeated("echo same", 5), answer("never reached")]
     fifth = script[4]
+    fifth.response_metadata["finish_reason"] = "tool_calls"  # as a provider's tool-calling answer says
     guard = HarnessGuardMiddleware()
     agent = create_agent(model(*script), tools=workspace.tools(), middleware=[guard])
     context: dict[str, Any] = {"thread_id": "t1", "run_id": "run-42"}
@@ -280,45 +292,54 @@ def test_five_identical_calls_stop_the_run_with_the_stop_text_in_the_answer(work
     assert fifth.tool_calls and fifth.content == ""  # the model's own message was not mutated
 
 
-def test_a_reused_compiled_graph_starts_each_run_with_a_fresh_budget(workspace: Workspace) -> None:
+@sync_and_async
+def test_a_reused_compiled_graph_starts_each_run_with_a_fresh_budget(
+        workspace: Workspace, asynchronous: bool) -> None:
     guard = HarnessGuardMiddleware()
     agent = create_agent(model(*repeated("echo same", 4), answer("first"), *repeated("echo same", 4),
                                answer("second")), tools=workspace.tools(), middleware=[guard])
     config: RunnableConfig = {"configurable": {"thread_id": "t1"}}
 
     for expected in ("first", "second"):
-        result = agent.invoke({"messages": [HumanMessage("go")]}, config=config)
+        result = invoke(agent, {"messages": [HumanMessage("go")]}, asynchronous, config=config)
         assert final_message(result).text == expected
         assert actions(result) == [None, None, "warn", None]  # the 3rd warns (once); nothing stops
         assert guard.scopes.anchored_runs() == 0  # after_agent released the generated run id
     assert len(workspace.executed) == 8
 
 
-def test_one_run_spans_every_graph_entry_and_a_new_run_starts_fresh(workspace: Workspace) -> None:
+@sync_and_async
+def test_one_run_spans_every_graph_entry_and_a_new_run_starts_fresh(
+        workspace: Workspace, asynchronous: bool) -> None:
     guard = HarnessGuardMiddleware()
     agent = create_agent(model(*repeated("echo same", 3), answer("paused"),
                                *repeated("echo same", 2),  # the 2nd is the run's 5th: it stops the run
                                *repeated("echo same", 2), answer("fresh")),
                          tools=workspace.tools(), middleware=[guard])
 
-    entry = agent.invoke({"messages": [HumanMessage("go")]}, context={"thread_id": "t", "run_id": "r1"})
+    entry = invoke(agent, {"messages": [HumanMessage("go")]}, asynchronous,
+                   context={"thread_id": "t", "run_id": "r1"})
     assert final_message(entry).text == "paused"
-    continuation = agent.invoke({"messages": [HumanMessage("continue")]},
-                                context={"thread_id": "t", "run_id": "r1"})
+    continuation = invoke(agent, {"messages": [HumanMessage("continue")]}, asynchronous,
+                          context={"thread_id": "t", "run_id": "r1"})
     assert "[LOOP STOPPED]" in final_message(continuation).text  # the 5th call of run r1
-    new_run = agent.invoke({"messages": [HumanMessage("again")]}, context={"thread_id": "t", "run_id": "r2"})
+    new_run = invoke(agent, {"messages": [HumanMessage("again")]}, asynchronous,
+                     context={"thread_id": "t", "run_id": "r2"})
     assert final_message(new_run).text == "fresh"
 
 
-def test_reset_clears_every_run_of_the_thread(workspace: Workspace) -> None:
+@sync_and_async
+def test_reset_clears_every_run_of_the_thread(workspace: Workspace, asynchronous: bool) -> None:
     guard = HarnessGuardMiddleware()
     script = [*repeated("echo same", 4), answer("a"), *repeated("echo same", 2), answer("b")]
     agent = create_agent(model(*script), tools=workspace.tools(), middleware=[guard])
-    agent.invoke({"messages": [HumanMessage("go")]}, context={"thread_id": "t", "run_id": "r1"})
+    invoke(agent, {"messages": [HumanMessage("go")]}, asynchronous,
+           context={"thread_id": "t", "run_id": "r1"})
 
     guard.reset("t")
 
-    result = agent.invoke({"messages": [HumanMessage("go")]}, context={"thread_id": "t", "run_id": "r1"})
+    result = invoke(agent, {"messages": [HumanMessage("go")]}, asynchronous,
+                    context={"thread_id": "t", "run_id": "r1"})
     assert final_message(result).text == "b"
     assert len(guard.guard.store) == 1
 
@@ -448,6 +469,28 @@ def test_the_generated_run_id_is_shared_by_every_node_and_new_per_invocation(wor
     assert first[1] is not second[1]
     assert first[2] != second[2]
     assert first[2].startswith("run-") and not first[2].endswith(str(id(first[1])))
+
+
+@sync_and_async
+def test_invocations_that_never_reach_their_end_keep_at_most_max_scopes_anchors(
+        tmp_path: Path, asynchronous: bool) -> None:
+    """An exception skips after_agent, so a generated run id stays anchored: the map's bound covers it."""
+    @tool
+    def flaky(x: int) -> str:
+        """Always fails."""
+        raise RuntimeError("disk on fire")
+
+    team = tmp_path / "team.policy"
+    team.write_text('extends "builtin:default"\npolicy "team" { scope { max_scopes 3 } }\n', encoding="utf-8")
+    guard = HarnessGuardMiddleware(team)
+    agent = create_agent(PerConversationModel(responses=[turn(call("flaky", x=1)), answer()]), tools=[flaky],
+                         middleware=[guard])
+    anchored = []
+    for _ in range(5):
+        with pytest.raises(RuntimeError, match="disk on fire"):
+            invoke(agent, {"messages": [HumanMessage("go")]}, asynchronous, context={"thread_id": "t"})
+        anchored.append(guard.scopes.anchored_runs())
+    assert anchored == [1, 2, 3, 3, 3]
 
 
 def test_a_nested_agent_sharing_the_middleware_does_not_end_its_callers_run(workspace: Workspace) -> None:
@@ -626,6 +669,16 @@ def test_a_stopped_message_keeps_its_text_and_loses_its_calls(content: Any, expe
     assert original.model_dump() == snapshot
 
 
+@pytest.mark.parametrize("reason", ["length", "content_filter"])
+def test_a_stopped_message_keeps_a_finish_reason_other_than_tool_calls(reason: str) -> None:
+    original = _with_calls("Cut off.")
+    original.response_metadata["finish_reason"] = reason
+
+    stopped = stopped_ai_message(original, _STOP)
+
+    assert stopped.response_metadata == {"finish_reason": reason, "model_name": "m"}
+
+
 
 # --- the README's example ------------------------------------------------------------------
 
@@ -687,6 +740,28 @@ def test_a_next_request_warning_reaches_the_next_model_request_only(workspace: W
     assert final_message(result).text == "final answer"
 
 
+@pytest.mark.parametrize(("team", "in_the_next_request"), [
+    ('extends "builtin:default"\npolicy "team" { deliver_warnings next_request }\n', True),
+    ('extends "builtin:deerflow"\npolicy "team" { deliver_warnings tool_message }\n', False),
+], ids=["default-to-next-request", "deerflow-to-tool-message"])
+def test_any_policy_chooses_where_its_warnings_go(workspace: Workspace, team: str,
+                                                  in_the_next_request: bool) -> None:
+    path = workspace.root / "team.policy"
+    path.write_text(team, encoding="utf-8")
+    model_ = CapturingModel(responses=[*repeated("echo same", 3), answer("final answer")])
+    agent = create_agent(model_, tools=workspace.tools(), middleware=[HarnessGuardMiddleware(path)])
+
+    result = agent.invoke({"messages": [HumanMessage("go")]}, context={"thread_id": "t", "run_id": "r"})
+
+    in_requests = [len(loop_warnings(r)) for r in model_.requests]
+    in_tool_messages = ["[LOOP DETECTED]" in m.text for m in tool_messages(result)]
+    if in_the_next_request:
+        assert (in_requests, in_tool_messages) == ([0, 0, 0, 1], [False, False, False])
+    else:
+        assert (in_requests, in_tool_messages) == ([0, 0, 0, 0], [False, False, True])
+    assert loop_warnings(result["messages"]) == []
+
+
 def test_a_warning_queued_when_a_run_ends_is_dropped_not_carried_into_the_next(workspace: Workspace) -> None:
     guard = HarnessGuardMiddleware("builtin:deerflow")
     first = CapturingModel(responses=[*repeated("echo same", 3), answer("a")])
@@ -703,57 +778,70 @@ def test_a_warning_queued_when_a_run_ends_is_dropped_not_carried_into_the_next(w
     assert guard.guard.take_warnings(Scope("t", "r2")) == []
 
 
-def test_a_warning_of_a_run_entered_twice_waits_for_its_own_next_request(workspace: Workspace) -> None:
+@sync_and_async
+def test_a_warning_of_a_run_entered_twice_waits_for_its_own_next_request(
+        workspace: Workspace, asynchronous: bool) -> None:
     """One run id is one budget and one queue across graph entries; a sibling run's end drops nothing."""
     guard = HarnessGuardMiddleware("builtin:deerflow")
     agent = create_agent(CapturingModel(responses=[*repeated("echo same", 2), answer("paused")]),
                          tools=workspace.tools(), middleware=[guard])
-    agent.invoke({"messages": [HumanMessage("go")]}, context={"thread_id": "t", "run_id": "run"})
+    invoke(agent, {"messages": [HumanMessage("go")]}, asynchronous,
+           context={"thread_id": "t", "run_id": "run"})
     again = CapturingModel(responses=[*repeated("echo same", 1), answer("done")])
-    result = create_agent(again, tools=workspace.tools(), middleware=[guard]).invoke(
-        {"messages": [HumanMessage("go on")]}, context={"thread_id": "t", "run_id": "run"})
+    result = invoke(create_agent(again, tools=workspace.tools(), middleware=[guard]),
+                    {"messages": [HumanMessage("go on")]}, asynchronous,
+                    context={"thread_id": "t", "run_id": "run"})
 
     assert [len(loop_warnings(r)) for r in again.requests] == [0, 1]
     assert loop_warnings(result["messages"]) == []
 
 
-def test_consume_stop_reason_none_answers_for_a_run_whose_context_has_no_run_id(workspace: Workspace) -> None:
+@sync_and_async
+def test_consume_stop_reason_none_answers_for_a_run_whose_context_has_no_run_id(
+        workspace: Workspace, asynchronous: bool) -> None:
     """DeerFlow's subagent executor passes ``run_id: None`` and asks ``consume_stop_reason(None)``."""
     guard = HarnessGuardMiddleware("builtin:deerflow")
     agent = create_agent(model(*repeated("echo same", 5), answer("never")), tools=workspace.tools(),
                          middleware=[guard])
 
-    asyncio.run(agent.ainvoke({"messages": [HumanMessage("go")]}, context={"thread_id": "t", "run_id": None}))
+    invoke(agent, {"messages": [HumanMessage("go")]}, asynchronous,
+           context={"thread_id": "t", "run_id": None})
 
     assert guard.consume_stop_reason(None) == "loop_capped"
     assert guard.consume_stop_reason(None) is None
 
 
-def test_a_missing_run_id_is_a_fresh_run_for_each_invocation(workspace: Workspace) -> None:
+@sync_and_async
+def test_a_missing_run_id_is_a_fresh_run_for_each_invocation(
+        workspace: Workspace, asynchronous: bool) -> None:
     guard = HarnessGuardMiddleware("builtin:deerflow")
     agent = create_agent(PerConversationModel(responses=[*repeated("echo same", 4), answer("done")]),
                          tools=workspace.tools(), middleware=[guard])
 
     for _ in range(2):  # four identical calls per invocation: each starts a fresh budget, none stops
-        result = agent.invoke({"messages": [HumanMessage("go")]}, context={"thread_id": "t"})
+        result = invoke(agent, {"messages": [HumanMessage("go")]}, asynchronous, context={"thread_id": "t"})
         assert final_message(result).text == "done"
     assert guard.consume_stop_reason(None) is None
     assert guard.scopes.anchored_runs() == 0
 
 
-def test_reset_without_a_thread_forgets_every_thread_and_every_stop(workspace: Workspace) -> None:
+@sync_and_async
+def test_reset_without_a_thread_forgets_every_thread_and_every_stop(
+        workspace: Workspace, asynchronous: bool) -> None:
     guard = HarnessGuardMiddleware("builtin:deerflow")
     for thread in ("t1", "t2"):
         agent = create_agent(model(*repeated("echo same", 5), answer()), tools=workspace.tools(),
                              middleware=[guard])
-        agent.invoke({"messages": [HumanMessage("go")]}, context={"thread_id": thread, "run_id": "r"})
+        invoke(agent, {"messages": [HumanMessage("go")]}, asynchronous,
+               context={"thread_id": thread, "run_id": "r"})
     assert len(guard.guard.store) == 2
 
     guard.reset()
 
     assert len(guard.guard.store) == 0
     assert guard.consume_stop_reason("r") is None
-    result = create_agent(model(*repeated("echo same", 4), answer("done")), tools=workspace.tools(),
-                          middleware=[guard]).invoke({"messages": [HumanMessage("go")]},
-                                                     context={"thread_id": "t1", "run_id": "r"})
+    again = create_agent(model(*repeated("echo same", 4), answer("done")), tools=workspace.tools(),
+                         middleware=[guard])
+    result = invoke(again, {"messages": [HumanMessage("go")]}, asynchronous,
+                    context={"thread_id": "t1", "run_id": "r"})
     assert final_message(result).text == "done"  # no stop left over for (t1, r)

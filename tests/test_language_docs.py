@@ -10,6 +10,7 @@ import pytest
 from policy.language.codes import CODES
 from policy.language.loader import check_policy
 from policy.model.diagnostics import Severity
+from policy.model.validators import BUILTIN_VALIDATORS
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "language.md"
 _FENCE = re.compile(r"```policy\n(.*?)```", re.S)
@@ -54,6 +55,11 @@ def test_reference_examples_have_no_errors(tmp_path: Path, example: str) -> None
 def test_each_diagnostic_example_triggers_its_code(tmp_path: Path, code: str) -> None:
     [example] = _FENCE.findall(SECTIONS[code][1])
     assert code in [found for found, _ in check_example(tmp_path, example)]
+
+
+def test_every_validator_a_gate_can_name_is_listed_in_the_gate_section() -> None:
+    section = REFERENCE.split("\n## `gate`", 1)[1].split("\n## ", 1)[0]
+    assert [name for name in BUILTIN_VALIDATORS if f"`{name}`" not in section] == []
 
 
 def test_the_e001_description_holds(tmp_path: Path) -> None:

@@ -193,9 +193,12 @@ def test_test_and_replay_read_the_policy_once_for_all_its_diagnostics(
         return real(self)
 
     monkeypatch.setattr(Path, "read_bytes", counting)
-    result = CliRunner().invoke(policyctl, ["test", str(team)])
-    assert result.exit_code == 2 and result.output.count("E101") == 2000
-    assert [path for path in reads if path.name == "t.policy"] == [team]
+    trace = _write(tmp_path, "t.jsonl", '{"turn": [{"id": "c1", "name": "bash", "args": {}}]}\n')
+    for command in (["test", str(team)], ["replay", "--policy", str(team), str(trace)]):
+        reads.clear()
+        result = CliRunner().invoke(policyctl, command)
+        assert result.exit_code == 2 and result.output.count("E101") == 2000, command
+        assert [path for path in reads if path.name == "t.policy"] == [team], command
 
 
 # --- finding 7: patterns that RE2 runs slowly are refused ----------------------------------------

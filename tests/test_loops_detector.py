@@ -128,6 +128,36 @@ hint r """{{ rule }}|{{ rule_kind }}|{{ rule_name }}|{{ action }}|{{ tool }}|{{ 
     assert decision.hint == 'loop repeat|loop|repeat|warn|bash|ls|bash {"command": "ls"}|b|tpl|2/2/3/5|False|'
 
 
+def test_a_loop_hint_renders_through_its_compiled_program_with_the_same_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every variable but ``rule`` and ``args`` reaches the compiled program as a plain dict (no
+    ``HintVariables``, no ``render_checked``), with the values ``HintVariables`` gives."""
+    policy = load(tmp_path, '''
+policy "tpl" { }
+loop repeat { window 5; warn 2; stop 3; hint r }
+hint r """{{ rule_kind }}|{{ rule_name }}|{{ action }}|{{ tool }}|{{ call }}|{{ call_id }}|{{ policy }}\
+|{{ count }}/{{ warn }}/{{ stop }}/{{ window }}|{{ same_result }}|{{ result_excerpt }}"""
+''')
+    detector, state = LoopDetector(policy), ScopeState()
+    calls = [ToolCall(id=f"c{n}", name="bash", args={"command": "ls"}) for n in range(3)]
+    decisions = []
+    for number, made in enumerate(calls):
+        decisions.append(detector.on_turn(state, [made]))
+        if number == 0:  # from here on, any render_checked is a failure
+            monkeypatch.setattr("policy.model.hint_template.HintTemplate.render_checked",
+                                lambda *args: pytest.fail("rendered through render_checked"))
+    warn, stop = decisions[1:]
+    assert warn.hint == 'loop|repeat|warn|bash|bash {"command": "ls"}|c1|tpl|2/2/3/5|False|'
+    assert stop.hint == 'loop|repeat|stop|bash|bash {"command": "ls"}|c2|tpl|3/2/3/5|False|'
+    assert "hint_fallback" not in stop.metadata
+    later = ScopeState()  # a warning decided without its text, rendered when it is delivered
+    detector.on_turn(later, [calls[0]])
+    unrendered = detector.on_turn(later, [calls[1]], render=False)
+    assert unrendered.hint is None
+    assert detector.render(unrendered, calls[1]).hint == warn.hint
+
+
 # --- frequency ----------------------------------------------------------------------
 
 

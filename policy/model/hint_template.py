@@ -252,6 +252,18 @@ class HintTemplate:
             return self
         return replace(self, code=(_jinja2_version(), marshal.dumps(compiled)), program=program)
 
+    def compiled_program(self) -> Render | None:
+        """The template's program compiled into a function of a plain mapping of its variables
+        (``policy.model.hint_compiler``), for a caller that renders the template many times: it
+        returns ``render_checked``'s text before its strip of newlines, or None where
+        ``render_checked`` must render (a variable it lacks, Jinja2's part, the fallback).  None
+        while Jinja2 is not loaded (the compiler imports it: a process that did not load it renders
+        through ``render_checked``) and for a template outside the compiler's subset."""
+        if not jinja2_loaded():
+            return None
+        executors = self._executors
+        return None if executors is None else executors.compiled
+
     def render(self, variables: Mapping[str, Any]) -> str:
         """Render; a failure is logged and replaced by a plain one-line hint."""
         return self.render_checked(variables).text

@@ -79,12 +79,25 @@ class HintVariables(dict[str, Any]):
             return default
 
 
+def plain_variables(policy: str, rule: RuleRef, action: Action, call: ToolCall, values: Mapping[str, Any],
+                    summary: str) -> dict[str, Any]:
+    """``HintVariables(policy, rule, action, call, values)`` with ``call`` set to ``summary``, as one
+    plain dict, for a compiled template (``HintTemplate.compiled_program``) that reads neither
+    ``rule`` nor ``args`` (``MADE_ON_READ``, which it leaves out): the same value for every
+    name the template reads, without the mapping's class.  A name it lacks fails the compiled
+    function, and the caller renders with ``HintVariables``."""
+    return {"rule_kind": rule.kind, "rule_name": rule.name, "action": action, "tool": call.name,
+            "call_id": call.id, "policy": policy, **values, "call": summary}
+
+
 _ON_FIRST_READ: dict[str, Callable[[RuleRef, ToolCall], Any]] = {
     "rule": lambda rule, call: str(rule),
     "args": lambda rule, call: dict(call.args),
     "call": lambda rule, call: call_summary(call),
 }
 """The common variables ``HintVariables`` makes only when a template reads them."""
+MADE_ON_READ = frozenset(_ON_FIRST_READ) - {"call"}
+"""The common variables ``plain_variables`` leaves out (``call`` it is given)."""
 
 COMMON_VARIABLES = frozenset(
     {*HintVariables("", RuleRef("", ""), "allow", ToolCall(id="", name="")), *_ON_FIRST_READ}

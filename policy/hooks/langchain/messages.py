@@ -60,17 +60,21 @@ def policy_metadata(decision: Decision) -> dict[str, Any]:
 
 
 def stopped_ai_message(message: AIMessage, decision: Decision) -> AIMessage:
-    """The model's message with its tool calls removed and the stop text appended."""
+    """The model's message with its tool calls removed and the stop text appended; a ``tool_calls``
+    finish reason becomes ``stop`` (DeerFlow's ``LoopDetectionMiddleware._build_hard_stop_update``)."""
     additional = dict(message.additional_kwargs)
     additional.pop("tool_calls", None)
     additional.pop("function_call", None)
     additional[POLICY_KEY] = policy_metadata(decision)
+    response = dict(message.response_metadata)
+    if response.get("finish_reason") == "tool_calls":  # the calls are gone; any other reason stays
+        response["finish_reason"] = "stop"
     return message.model_copy(update={
         "content": append_text(message.content, decision_text(decision), drop_tool_calls=True),
         "tool_calls": [],
         "invalid_tool_calls": [],
         "additional_kwargs": additional,
-        "response_metadata": {**message.response_metadata, "finish_reason": "stop"},
+        "response_metadata": response,
     })
 
 

@@ -34,7 +34,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import inspect
-import logging
 import os
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
@@ -67,8 +66,6 @@ from policy.runtime.workspace.base import Workspace
 from policy.runtime.workspace.listed import ListedWorkspace
 from policy.stores.lru import LruDict
 from policy.stores.memory import MemoryStore, Store
-
-log = logging.getLogger("policy.hooks.langchain")
 
 ToolOutcome = ToolMessage | Command[Any]
 WARNING_MESSAGE_NAME = "loop_warning"
@@ -314,15 +311,13 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return self._stops.get(key)
 
     def _record_stop(self, scope: Scope, context: Any, decision: Decision) -> None:
+        # No log record: the rule that stopped the run logged it (``policy.loops``, one record per
+        # stop, as DeerFlow makes).
         reason = stop_reason(decision)
-        # The rule that stopped the run logged it at INFO (``policy.loops``): one record per stop,
-        # as DeerFlow makes; which run it ended is a detail for DEBUG.
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug("policy %s stopped run %s of thread %s: %s", self.guard.policy.name, scope.run_id,
-                      scope.thread_id, decision.rule)
+        run_id = self.scopes.given_run_id(scope)
         with self._lock:
             self._stops.put(scope.key, decision)
-            self._stop_reasons.put(self.scopes.given_run_id(scope), reason)
+            self._stop_reasons.put(run_id, reason)
         if isinstance(context, dict):
             context["stop_reason"] = reason
 

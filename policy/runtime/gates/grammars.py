@@ -47,6 +47,9 @@ class Grammar:
     followers: Mapping[str, tuple[frozenset[str], str]] = field(default_factory=lambda: MappingProxyType({}))
     """A keyword whose block another keyword must follow → those keywords and what a completion writes when
     none has come (``try`` → ``catch``/``finally``: `` finally {}``; ``do`` → ``while``: `` while (0);``)."""
+    pattern_starts: frozenset[str] = frozenset()
+    """Tokens after which a ``)`` ends a pattern and closes no bracket: shell's ``;;`` and a ``case``'s ``in``
+    (``case $1 in *.a)``)."""
     fillers: tuple[bytes, ...] = ()
     """More text tried after an unfinished statement (shell's ``if x`` waiting for its ``then``)."""
     continued: tuple[tuple[re.Pattern[bytes], bytes], ...] = ()
@@ -103,15 +106,16 @@ _TEST_OPEN = re.compile(rb"(?<![^\s;&|(!{])\[(?=[ \t])")
 _TEST_CLOSE = re.compile(rb"(?<=[ \t])\](?=[ \t]*(?:[;&|)\n]|$))")
 """The brackets of a ``[ … ]`` test, read as a command named ``_``: tree-sitter-bash 0.25 rejects valid tests
 (``[ \\( -n "$a" \\) ]``, ``[ "$a" = x -o ! -h "$b" ]``); bash itself reads ``[`` as a command."""
-_BACKTICK_BLANKS = re.compile(rb"(?:^|(?<=[=\s(]))`([ \t]+)", re.MULTILINE)
-"""An opening backtick followed by blanks (`` a=` echo x` ``), moved past them (`` a= `echo x` ``, the same
-command): tree-sitter-bash 0.25 reads such an opener as a closer after a substitution ending in a word
-(`` `basename "$0"` ``), and the rest of the file as one error.  An opener follows ``=``, a blank or ``(``;
-a closer (`` `… "$1"` in``) follows a word or a quote."""
+_BACKTICK_BLANKS = re.compile(rb"(?:^|(?<=[\s(]))`([ \t]+)|(?<==)`(\s+)", re.MULTILINE)
+"""An opening backtick followed by blanks (`` a=` echo x` ``), or after ``=`` by a line break (``a=` ``, the
+command on the next lines), moved past them (`` a= `echo x` ``, the same command): tree-sitter-bash 0.25 reads
+such an opener as a closer after a substitution ending in a word (`` `basename "$0"` ``), and the rest of the
+file as one error.  An opener follows ``=``, a blank or ``(``; a closer (`` `… "$1"` in``) follows a word or a
+quote."""
 
 
 def _backtick_after_blanks(found: re.Match[bytes]) -> bytes:
-    return found.group(1) + b"`"
+    return (found.group(1) or found.group(2)) + b"`"
 
 
 _QUOTED_BLANKS = re.compile(rb"(?<!\\)'([ \t]+)'")
@@ -225,6 +229,14 @@ inside ``class A {``), ``catch (…) {`` inside a ``try`` block read as a functi
 a block read as braces (``TEST(A, B {`` … ``const T x;``)."""
 _RUST_ATTRIBUTED = (b" _ => {}", b" fn _f() {}", b" _f: ()", b" _f")
 """What an attribute at the end (``#[cfg(x)]``) may wait for: a match arm, an item, a field, a variant."""
+_SHELL_CONDITIONS = MappingProxyType({
+    **dict.fromkeys(("if", "elif"), (frozenset({"then"}), ": ; then :")),
+    **dict.fromkeys(("while", "until"), (frozenset({"do"}), ": ; do :\ndone")),
+    **dict.fromkeys(("for", "select"), (frozenset({"do"}), "do :\ndone")),
+})
+"""A condition cut before its ``then`` or ``do`` (``if a || {`` … ``}``, ``if case … esac``), a ``for`` list
+before its ``do``: the completion writes the keyword where the condition ends, after the blocks open inside
+it."""
 _RUBY_BLOCKS = ("def", "class", "module", "do", "begin", "case", "if", "unless", "while", "until", "for")
 _C_LIKE = (BLOCK_COMMENT_END, '"')
 _DO_WHILE = {"do": (frozenset({"while"}), " while (0);")}
@@ -272,7 +284,8 @@ GRAMMARS: dict[str, Grammar] = {
                 stand_ins=((_PHP_STRING_KEY, b"k"),)),
         Grammar("shell", "tree_sitter_bash", "language", ("'", '"', "`"),
                 keywords=MappingProxyType({"if": "fi", "do": "done", "case": "esac"}),
-                quotes=frozenset({'"', "`"}),
+                quotes=frozenset({'"', "`"}), followers=_SHELL_CONDITIONS,
+                pattern_starts=frozenset({"in", ";;", ";&", ";;&"}),
                 fillers=(b" ; then :", b" ; do :\ndone", b" : ; then :", b" : ; do :\ndone"),
                 continued=((re.compile(rb"\|[ \t]*\\\n\Z"), b"_) ;;"),),
                 heredoc=re.compile(rb"<<-?[ \t]*(['\"]?)([A-Za-z_]\w*)\1"),

@@ -64,6 +64,8 @@ _CLOSERS = frozenset({")", "]", "}", "))"})
 _OPENING_TAGS = ("jsx_opening_element", "start_tag")
 _TAGS = (*_OPENING_TAGS, "jsx_closing_element", "end_tag")
 """The tags whose closing ``>`` opens or closes an element (JSX, HTML)."""
+_PATTERN = ""
+"""On the closers' stack: a case pattern may come, its ``)`` no closer (``Grammar.pattern_starts``)."""
 _TYPE_LISTS = frozenset({"type_arguments", "type_parameters"})
 _ANGLES_CLOSED = frozenset({">", ">>", ">>>"})
 _VOID_ELEMENTS = frozenset(f"</{name}>" for name in (
@@ -397,7 +399,7 @@ def closers(tree: Any, grammar: Grammar, angles: bool = False) -> bytes:
     """The closing brackets and keywords for every block still open at the end, innermost first; with
     ``angles``, type arguments' ``<`` too (``_angle``)."""
     entries = [grammar.followers[entry][1] if entry in grammar.followers else entry
-               for entry, _ in reversed(open_at_end(tree, grammar, angles))]
+               for entry, _ in reversed(open_at_end(tree, grammar, angles)) if entry != _PATTERN]
     if not entries:
         return b""
     if grammar.terminator:
@@ -438,7 +440,7 @@ def _tracked(name: str) -> frozenset[str]:
     grammar = GRAMMARS[name]
     followers = {kind for entry in grammar.followers.values() for kind in entry[0]}
     return frozenset({">", *_OPENERS, *_CLOSERS, *grammar.keywords, *grammar.keywords.values(),
-                      *grammar.quotes, *grammar.followers, *followers})
+                      *grammar.quotes, *grammar.followers, *followers, *grammar.pattern_starts})
 
 
 class _Opened:
@@ -497,10 +499,19 @@ def _track(opened: _Opened, node: Any, parent: Any, grammar: Grammar) -> None:
                 opened.push(tag, parent.start_byte)
         else:
             opened.close(tag)
+    elif kind in grammar.pattern_starts and (kind != "in" or (top is not None
+                                                              and top == grammar.keywords.get("case"))):
+        opened.push(_PATTERN, node.start_byte)
+    elif kind == ")" and top == _PATTERN:
+        opened.pop()  # a shell case pattern's `a)` closes no bracket
     elif kind in grammar.followers:
+        if kind in grammar.keywords:
+            opened.push(grammar.keywords[kind], node.start_byte)  # shell's `if` waits for `then`, then `fi`
         opened.push(kind, node.start_byte)  # a ``try`` or ``do`` whose block has not been followed yet
     elif top is not None and top in grammar.followers and kind in grammar.followers[top][0]:
         opened.pop()
+        if kind in grammar.keywords:
+            opened.push(grammar.keywords[kind], node.start_byte)  # `do` after `while …` opens the body
     elif kind in grammar.quotes:
         if top == kind:
             opened.pop()

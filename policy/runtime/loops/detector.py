@@ -19,14 +19,15 @@ superseded by a stop or dropped at the end of a run costs no rendering.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from policy.model.compiled import CompiledPolicy
-from policy.model.decision import ALLOW, Decision, most_severe
+from policy.model.decision import ALLOW, Action, Decision, RuleRef, most_severe
 from policy.model.events import ToolCall, ToolResult
 from policy.model.fingerprint import fingerprint
-from policy.model.variables import HintVariables, call_summary
+from policy.model.hint_template import HintTemplate
+from policy.model.variables import MADE_ON_READ, HintVariables, call_summary, plain_variables
 from policy.runtime.loops.finding import Finding
 from policy.runtime.loops.keys import CallKeys
 from policy.runtime.loops.layer import ErrorKey, Layer, Observed
@@ -51,6 +52,8 @@ class LoopDetector:
             (index, layer.on_result) for index, layer in layers if layer.takes_results()
         )
         self._templates = {layer.rule.ref.name: layer.rule.hint for _, layer in layers}
+        self._programs: dict[str, tuple[HintTemplate, Callable[[Mapping[str, Any]], str | None]]] = {}
+        """Rule name -> its template and the template's compiled program, once there is one (``_hint``)."""
 
     def on_turn(self, state: ScopeState, calls: Sequence[ToolCall], *, render: bool = True) -> Decision:
         """The layers over one batch of calls: the first stop, else the first warning candidate.
@@ -117,9 +120,30 @@ class LoopDetector:
         if not isinstance(summary, str):  # decided without it: made now, for the hint and the metadata
             summary = call_summary(call)
             decision = decision._replace(metadata={**decision.metadata, "call": summary})
-        variables = HintVariables(self.policy.name, rule, decision.action, call, decision.metadata)
+        hint, facts = self._hint(template, rule, decision.action, call, decision.metadata, summary)
+        return decision._replace(hint=hint, metadata={**decision.metadata, **(facts or {})})
+
+    def _hint(self, template: HintTemplate, rule: RuleRef, action: Action, call: ToolCall,
+              values: Mapping[str, Any], summary: str) -> tuple[str, dict[str, Any] | None]:
+        """A loop hint's text and what the decision's metadata adds to say about its render
+        (why it fell back; None when it did not).  Through the template's compiled program
+        with the variables as a plain dict where it can (every warning and stop renders here:
+        the text ``render_checked`` gives, without the mapping ``HintVariables`` builds), else
+        ``render_checked`` with ``HintVariables``."""
+        kept = self._programs.get(rule.name)
+        program = kept[1] if kept is not None and kept[0] is template else None
+        if program is None and not template.variables & MADE_ON_READ:
+            program = template.compiled_program()
+            if program is not None:
+                self._programs[rule.name] = (template, program)
+        if program is not None:
+            text = program(plain_variables(self.policy.name, rule, action, call, values, summary))
+            if text is not None:
+                return text.strip("\n"), None
+        variables = HintVariables(self.policy.name, rule, action, call, values)
+        variables["call"] = summary
         checked = template.render_checked(variables)
-        return decision._replace(hint=checked.text, metadata={**decision.metadata, **checked.facts()})
+        return checked.text, None if checked.fallback is None else checked.facts()
 
     def _decide(self, finding: Finding, *, render: bool = True) -> Decision:
         """Mark, log and (unless ``render`` is False and it has a template) render the selected finding."""
@@ -133,18 +157,14 @@ class LoopDetector:
             return Decision(action=finding.action, rule=finding.ref, call_id=finding.call.id,
                             metadata=metadata)
         summary = finding.summary or call_summary(finding.call)  # ``call_text()``, without its call
-        checked = None
         if finding.hint is None:
-            hint = f"[policy] loop {finding.ref.name} {finding.action}: {finding}."
+            hint, facts = f"[policy] loop {finding.ref.name} {finding.action}: {finding}.", None
         else:
-            variables = HintVariables(self.policy.name, finding.ref, finding.action, finding.call,
-                                      finding.facts)
-            variables["call"] = summary
-            checked = finding.hint.render_checked(variables)
-            hint = checked.text
+            hint, facts = self._hint(finding.hint, finding.ref, finding.action, finding.call, finding.facts,
+                                     summary)
         metadata = {"layer": finding.kind, "call": summary, **finding.facts, **finding.metadata}
-        if checked is not None and checked.fallback is not None:  # only a fallback has facts to add
-            metadata.update(checked.facts())
+        if facts is not None:  # only a fallback has facts to add
+            metadata.update(facts)
         return Decision(action=finding.action, rule=finding.ref, hint=hint, call_id=finding.call.id,
                         metadata=metadata)
 
