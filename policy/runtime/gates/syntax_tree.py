@@ -71,6 +71,8 @@ _ANGLES_CLOSED = frozenset({">", ">>", ">>>"})
 _VOID_ELEMENTS = frozenset(f"</{name}>" for name in (
     "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"))
 FILLERS = (b" _", b" _;", b" : _", b" {}")
+_OPERAND_EXPECTED = frozenset(b"([{,=+-*/%&|^!<>?:")
+"""The last byte of a text cut before an operand (``x = (``): the filler `` _`` is tried first."""
 """Text tried after an unfinished statement (``x =``, ``a ?`` …, a declaration header with no body)."""
 _CLOSED_KINDS = ("string", "comment", "heredoc", "template", "text_block", "raw", "quote", "attribute_value")
 _SNIPPET_TEXT = 30
@@ -139,12 +141,16 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> 
     if not partial:
         return "invalid", conditions + errors
     first: list[Site] | None = None
-    for suffix, closed in _completions(tree_parser, grammar, data, tree):
+    tried = set()
+    for suffix, closed, plain in _completions(tree_parser, grammar, data, tree):
+        if (suffix, closed) in tried:
+            continue
+        tried.add((suffix, closed))
         completed = tree_parser.parse(data + suffix) if suffix else tree
         standing = _standing(data, completed, closed, grammar) or _unclosed_calls(grammar, data, completed)
         if not standing:
             return ("invalid", conditions) if conditions else ("incomplete", [])
-        if first is None:
+        if plain:  # its errors are the ones reported
             first = standing
             if _error_out_of_reach(completed, _unreachable_before(grammar, data)):
                 break
@@ -246,28 +252,34 @@ def completions(name: str, text: str) -> list[str]:
     """
     tree_parser = parser(name)
     data = text.encode("utf-8", "surrogateescape")
-    return [suffix.decode("utf-8", "surrogateescape")
-            for suffix, _ in _completions(tree_parser, GRAMMARS[name], data, tree_parser.parse(data))]
+    endings = _completions(tree_parser, GRAMMARS[name], data, tree_parser.parse(data))
+    return list(dict.fromkeys(suffix.decode("utf-8", "surrogateescape") for suffix, _, _ in endings))
 
 
-def _completions(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any) -> Iterator[tuple[bytes, bool]]:
-    """Endings that close what is open at the end of the text; True: a tail closed a string or comment."""
+def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
+                 tree: Any) -> Iterator[tuple[bytes, bool, bool]]:
+    """Endings that close what is open at the end of the text, each with whether a tail closed a string or
+    comment and whether it is the plain one (only the closers), likeliest first: after an opener or an
+    operator, a filler for the operand."""
     close = closers(tree, grammar)
     # a statement cut before its `;`: `$t = $a['x']` closes as `;}`, `$a = f(\n  1,` as `);`
     statement_end = (grammar.terminator.encode(),) if grammar.terminator else ()
+    content = data.rstrip()
+    if content and content[-1] in _OPERAND_EXPECTED:
+        yield FILLERS[0] + close, False, False
     for filler in (b"", *FILLERS, *grammar.fillers, *statement_end):
-        yield filler + close, False
+        yield filler + close, False, not filler
     for pattern, filler in grammar.continued:
         if pattern.search(data, max(0, len(data) - 80)):
-            yield filler + close, False
+            yield filler + close, False, False
     angled = closers(tree, grammar, angles=True) if grammar.angles else close
     if angled != close:
         for filler in (b"", b" _"):
-            yield filler + angled, False
+            yield filler + angled, False, False
     for ending in (*grammar.endings, *statement_end):
-        yield close + ending, False
+        yield close + ending, False, False
     if grammar.block_end and close:
-        yield close.replace(b"}", grammar.block_end), False
+        yield close.replace(b"}", grammar.block_end), False, False
     raw = _open_raw_string(grammar, data)
     for tail in (*grammar.tails, *raw):
         if tail not in raw and _open_token_start(tail, data) is None:
@@ -277,18 +289,18 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any) -> 
         # a raw string open at the end is no token to a tree in error recovery: its opener tells
         if tail in raw or _closes_open_token(tail_tree, len(data), len(with_tail)):
             close = closers(tail_tree, grammar)
-            yield tail.encode() + close, True
+            yield tail.encode() + close, True, False
             if statement_end and close:
-                yield tail.encode() + statement_end[0] + close, True  # `$s = "…` closes as `";}`
+                yield tail.encode() + statement_end[0] + close, True, False  # `$s = "…` closes as `";}`
             if grammar.block_end and close:
-                yield tail.encode() + close.replace(b"}", grammar.block_end), True
+                yield tail.encode() + close.replace(b"}", grammar.block_end), True, False
     if grammar.heredoc is not None:
         openers = list(grammar.heredoc.finditer(data))
         if openers:
             terminator = b"\n" + openers[-1].group(2) + b"\n"
             close = closers(tree_parser.parse(data + terminator), grammar)
             for filler in (b"", b";"):
-                yield terminator + filler + close, True
+                yield terminator + filler + close, True, False
 
 
 def _open_raw_string(grammar: Grammar, data: bytes) -> tuple[str, ...]:
