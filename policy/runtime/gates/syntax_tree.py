@@ -34,10 +34,11 @@ docs/language.md.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -566,21 +567,40 @@ def _introduced(tree_parser: Any, grammar: Grammar, old: bytes, data: bytes, sit
     status, previous = _analyse(tree_parser, grammar, old, partial)
     if status != "invalid":
         return sites
-    limit = min(len(old), len(data))
-    prefix = 0
-    while prefix < limit and old[prefix] == data[prefix]:
-        prefix += 1
-    suffix = 0
-    while suffix < limit - prefix and old[-1 - suffix] == data[-1 - suffix]:
-        suffix += 1
+    prefix, suffix = _common_ends(old, data)
     shift = len(data) - len(old)
+    line_of = functools.partial(bisect.bisect_right, [found.start() for found in _NEWLINE.finditer(data)])
     lines = set()
     for site in previous:
         if site.start < prefix:  # before the edit (an error spanning it starts on the same line)
-            lines.add(data.count(b"\n", 0, site.start))
+            lines.add(line_of(site.start - 1))
         elif site.start >= len(old) - suffix:
-            lines.add(data.count(b"\n", 0, site.start + shift))
-    return [site for site in sites if data.count(b"\n", 0, site.start) not in lines]
+            lines.add(line_of(site.start + shift - 1))
+    return [site for site in sites if line_of(site.start - 1) not in lines]
+
+
+_NEWLINE = re.compile(rb"\n")
+
+
+def _common_ends(old: bytes, new: bytes) -> tuple[int, int]:
+    """The lengths of the longest common prefix and of the longest common suffix after it (slices compared
+    by halves: a bisection of whole-slice comparisons, not a loop over bytes)."""
+    limit = min(len(old), len(new))
+    prefix = _longest(lambda size: old[:size] == new[:size], limit)
+    suffix = _longest(lambda size: old[len(old) - size :] == new[len(new) - size :], limit - prefix)
+    return prefix, suffix
+
+
+def _longest(agrees: Callable[[int], bool], limit: int) -> int:
+    """The largest size up to ``limit`` for which ``agrees`` holds (it holds for every smaller size)."""
+    low, high = 0, limit
+    while low < high:
+        middle = (low + high + 1) // 2
+        if agrees(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def _problem(data: bytes, site: Site) -> Problem:
