@@ -277,6 +277,12 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
     if angled != close:
         for filler in (b"", b" _"):
             yield filler + angled, False, False
+    if grammar.parameter_types:
+        if close.startswith(b")"):
+            yield b") => _" + close[1:], False, False  # `f: <T>(` … : a function type's parameters
+        if angled != close:
+            last = angled.rfind(b">") + 1
+            yield angled[:last] + b"(): _;" + angled[last:], False, False  # `m<T extends X<{` … : a method's
     for ending in (*grammar.endings, *statement_end):
         yield close + ending, False, False
     if grammar.block_end and close:
