@@ -274,8 +274,8 @@ def write_in_chunks(language: str, file: str) -> ChunkRun:
     if middle >= 0:
         sandbox = Sandbox(gate_policy())
         sandbox.files[target] = text
-        decision = sandbox.call("str_replace", {"path": target, "old_str": text[middle - 40 : middle + 2],
-                                                "new_str": text[middle - 40 : middle + 2] + "\n"})
+        old = text[max(0, middle - 40) : middle + 2]  # a file under 80 bytes: from its start
+        decision = sandbox.call("str_replace", {"path": target, "old_str": old, "new_str": old + "\n"})
         run.checks += 1
         if decision.action == "block":
             run.blocked.append(f"{file} edited near offset {middle}: {where(decision)}")

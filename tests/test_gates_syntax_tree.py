@@ -148,6 +148,9 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     ("rust", "fn f(n: u8) -> u8 {\n    match n {\n        0 => 1,\n        #[cfg(x)]\n"),  # an arm to come
     ("css", "a {\n  background: url(data:image/png;base64,iVBO);\n  b: c;\n"),  # a `;` inside a line's `url(`
     ("shell", "f() {\n\tcase $1 in\n\tfirefox | iceweasel | \\\n\tchrome | chromium | \\\n"),  # `_) ;;`
+    ("typescript", "type G<T> = T extends {\n  queryFnData: infer D;\n  error?: infer E;\n"),  # `} ? _ : _`
+    ("typescript", "declare class S {\n  constructor(\n    v: V,\n    f: <D>(\n      d: D,\n"),  # `) => _`
+    ("typescript", "declare class Z {\n  required<M extends E<{\n    [k in keyof T]?: true;\n"),  # `}>>():`
     ("shell", 'if test -z "$a" || {\n\ttest "$b" = x &&\n\ttest ! -f "$c" 2>/dev/null\n'),  # `}`, then `then`
     ("shell", "if case $o in\n  (a | b)\n    :;;\n  (*)\n    eval x;;\n"),  # `esac`, then `then`
     ("shell", "while\n  echo a\n  for i in 1 2\n  do\n    b\n"),  # the `for`'s `do`, not the `while`'s
@@ -221,6 +224,10 @@ def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str
      '((gzip -cdfq -- "$f" 4>&-\n  echo $? >&4) 3>&- | cat)\necho )\necho ok\n'),
     ("shell", "(cat <<'EOF' &&\n#!/bin/sh\nEOF\n:)\n",                          # a quoted heredoc's body
      "(cat <<'EOF' &&\n#!/bin/sh\nEOF\n:)\necho )\necho ok\n"),
+    ("typescript", "export interface C<in T = never> {\n  z: I<T>;\n}\n",           # variance (TS 4.7)
+     "export interface C<in T = never> {\n  z: I<T;\n}\nconst a = 1;\n"),
+    ("typescript", 'export type * from "./fp/types.ts";\nexport const a = 1;\n',    # TS 5.0
+     'export type * from "./fp/types.ts";\nexport const a = (1;\nexport const b = 2;\n'),
     ("shell", "t=`m`\nx=`\n  echo a\n`\necho \"$x\"\n",                  # `=`, then a backtick ending a line
      "t=`m`\nx=`\n  echo a\n`\necho )\necho ok\n"),
     ("html", '<a class="nav" href="{{< docsref "/components/navbar" >}}">Navbar</a>\n',  # a Hugo shortcode

@@ -93,6 +93,9 @@ class Grammar:
     """A tree-sitter query for what the grammar accepts though no valid text holds it: a capture ``@brace``
     is a ``}`` missing before the node, ``@unexpected`` an unexpected node (checked once a text has an error,
     so the valid path stays one parse)."""
+    parameter_types: bool = False
+    """A parameter list first among the closers may be a function type's, waiting for ``=> T`` (``f: <T>(``
+    …), and type parameters last among the angle brackets a method's, waiting for ``(): T;`` (TypeScript)."""
     angles: bool = False
     """``<`` … ``>`` of type arguments are brackets too: closed in a second try, since a ``<`` in a broken
     region may be a comparison (``Fn<{`` closes as ``}>``)."""
@@ -154,6 +157,15 @@ _NTH_ARGUMENT = re.compile(rb":nth-(?:last-)?(?:child|of-type)\(([^()\n]*)\)")
 _JS_ENDINGS = (b" => {}", b" from ''")
 """An arrow function's parameters waiting for ``=> body``; an import list (``import {\n  A,``) waiting for
 ``from``."""
+_VARIANCE = re.compile(rb"[<,]\s*((?:in|out)(?:\s+out)?)\s+(?=[A-Za-z_$])")
+"""A type parameter's variance (``interface A<in T>``, ``<in out T>``; TypeScript 4.7), which
+tree-sitter-typescript 0.23 does not know: read as blanks."""
+_EXPORT_TYPE_ALL = re.compile(rb"\bexport\s+(type)\s+\*")
+"""``export type * from "./t"`` (TypeScript 5.0), which tree-sitter-typescript 0.23 does not know: read as
+``export *``."""
+_TS_STAND_INS = ((_IMPORT_TYPE, b"_"), (_VARIANCE, b" "), (_EXPORT_TYPE_ALL, b" "))
+_TS_ENDINGS = (*_JS_ENDINGS, b" ? _ : _")
+"""Also a conditional type cut inside the type it extends (``T extends {`` … ``}`` waiting for ``? :``)."""
 _TYPE_ARGUMENTS = (b">", b" _>", b">() {}", b">() => {}", b"> = _", b" ? _ : _")
 """A type's argument list still open (``Fn<\n  Date,``, a generic arrow function's ``<T,``); a conditional
 type waiting for its ``?`` (``T extends U``)."""
@@ -254,10 +266,11 @@ GRAMMARS: dict[str, Grammar] = {
         Grammar("javascript", "tree_sitter_javascript", "language", _JS_TAILS, followers=_FOLLOWERS,
                 endings=_JS_ENDINGS),
         Grammar("typescript", "tree_sitter_typescript", "language_typescript", _JS_TAILS,
-                followers=_TS_FOLLOWERS, endings=_JS_ENDINGS, fillers=_TYPE_ARGUMENTS,
-                stand_ins=((_IMPORT_TYPE, b"_"),), angles=True),
+                followers=_TS_FOLLOWERS, endings=_TS_ENDINGS, fillers=_TYPE_ARGUMENTS,
+                stand_ins=_TS_STAND_INS, angles=True, parameter_types=True),
         Grammar("tsx", "tree_sitter_typescript", "language_tsx", _JS_TAILS, followers=_TS_FOLLOWERS,
-                endings=_JS_ENDINGS, fillers=_TYPE_ARGUMENTS, stand_ins=((_IMPORT_TYPE, b"_"),), angles=True),
+                endings=_TS_ENDINGS, fillers=_TYPE_ARGUMENTS, stand_ins=_TS_STAND_INS, angles=True,
+                parameter_types=True),
         Grammar("go", "tree_sitter_go", "language", (*_C_LIKE, "`")),
         Grammar("rust", "tree_sitter_rust", "language", _C_LIKE, terminator=";", fillers=_RUST_ATTRIBUTED,
                 raw_string=re.compile(rb'(?<!\w)[bc]?r(#+)"')),
