@@ -133,6 +133,15 @@ def _foreign_branches(lines: list[bytes], foreign: re.Pattern[bytes]) -> set[int
     return found
 
 
+_CHECKED_DIRECTIVE = re.compile(
+    rb"^[ \t]*#[ \t]*(?:(?:if|ifdef|ifndef|elif|elifdef|elifndef)\b|define[ \t]+\w+\()", re.MULTILINE)
+
+
+def has_checked_directives(data: bytes) -> bool:
+    """Whether ``data`` has a line ``directives_only`` keeps (without one it keeps only blanks)."""
+    return _CHECKED_DIRECTIVE.search(data) is not None
+
+
 def directives_only(data: bytes) -> bytes:
     """``data`` with all but its ``#if``/``#elif`` lines and function-like ``#define`` lines blanked (an
     ``#elif`` read as an ``#if``) and one ``#endif`` per ``#if`` after the end: the conditions' and

@@ -16,43 +16,64 @@ parse.  Otherwise the gate blocks only what the write breaks:
   closed) or ends before the text does: valid text follows it; or when it
   starts the last line and that line is finished (``_FINISHED``): no append
   changes a line that ended;
+- the completions are tried in order, the likeliest first (every bracket
+  closed, nothing else); a tail only when the text may end inside what it
+  closes (its opener occurs with no closer after it); and when the first
+  completion leaves an ``ERROR`` between valid neighbours before the last
+  line (and before any string or comment the text may end in), no other
+  ending reaches back there: the text is broken, no more parses;
 - an error the file already had before the write (same line, the edit's
   shift applied) is not the write's doing.
 
-Every step is a linear parse or scan; the slow steps run only on a text
-with an error.  What each grammar can and cannot see is in docs/language.md.
+Every step is a linear parse or walk (a tree's leaves are walked once with
+their parents, never asked for ``parent``, which scans from the root), and
+at most a fixed number of parses per grammar; the slow steps run only on a
+text with an error.  What each grammar can and cannot see is in
+docs/language.md.
 """
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from policy.runtime.gates.grammars import GRAMMARS, Grammar, GrammarUnavailable, StandIn, parser
+from policy.runtime.gates.grammars import (
+    BLOCK_COMMENT_END,
+    GRAMMARS,
+    Grammar,
+    GrammarUnavailable,
+    StandIn,
+    parser,
+)
 from policy.runtime.gates.preprocessor import (
     blank_conditionals,
     blank_continued_comments,
     blank_macro_calls,
     blank_open_directive,
     directives_only,
+    has_checked_directives,
 )
 from policy.runtime.gates.problems import INCOMPLETE, VALID, Problem, Verdict, invalid, unavailable
 
 _OPENERS = {"(": ")", "[": "]", "{": "}", "${": "}", "#{": "}", "$(": ")", "$((": "))", "{$": "}"}
 _CLOSERS = frozenset({")", "]", "}", "))"})
-_PATTERN = ""
-"""On the closers' stack: a case pattern may come, its ``)`` no closer (``Grammar.pattern_starts``)."""
 _OPENING_TAGS = ("jsx_opening_element", "start_tag")
 _TAGS = (*_OPENING_TAGS, "jsx_closing_element", "end_tag")
 """The tags whose closing ``>`` opens or closes an element (JSX, HTML)."""
+_PATTERN = ""
+"""On the closers' stack: a case pattern may come, its ``)`` no closer (``Grammar.pattern_starts``)."""
 _TYPE_LISTS = frozenset({"type_arguments", "type_parameters"})
 _ANGLES_CLOSED = frozenset({">", ">>", ">>>"})
 _VOID_ELEMENTS = frozenset(f"</{name}>" for name in (
     "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"))
 FILLERS = (b" _", b" _;", b" : _", b" {}")
+_OPERAND_EXPECTED = frozenset(b"([{,=+-*/%&|^!<>?:")
+"""The last byte of a text cut before an operand (``x = (``): the filler `` _`` is tried first."""
 """Text tried after an unfinished statement (``x =``, ``a ?`` …, a declaration header with no body)."""
 _CLOSED_KINDS = ("string", "comment", "heredoc", "template", "text_block", "raw", "quote", "attribute_value")
 _SNIPPET_TEXT = 30
@@ -100,18 +121,21 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> 
     errors = _errors(tree, grammar)
     conditions: list[Site] = []
     complete = "valid"
+    original = data
     if grammar.conditionals:
         data = blank_continued_comments(data)
         if partial:
             cut = blank_open_directive(data)
             complete, data = ("incomplete", cut) if cut != data else (complete, data)
-        conditions = [site for site in error_sites(tree_parser.parse(directives_only(data)))
-                      if site.start < len(data)]
+        if has_checked_directives(data):
+            conditions = [site for site in error_sites(tree_parser.parse(directives_only(data)))
+                          if site.start < len(data)]
         data = blank_macro_calls(blank_conditionals(data, grammar.foreign))
     if grammar.stand_ins or grammar.conditionals:
         data = _stand_in(data, grammar)
-        tree = tree_parser.parse(data)
-        errors = _errors(tree, grammar)
+        if data != original:  # otherwise the first parse stands
+            tree = tree_parser.parse(data)
+            errors = _errors(tree, grammar)
         if not errors:
             return ("invalid", conditions) if conditions else (complete, [])
     conditions += _line_broken_strings(grammar, data)
@@ -119,14 +143,98 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> 
         # a tree can flag an error that no ERROR or MISSING node holds: nothing to point at, no block
         return ("invalid", conditions + errors) if conditions or errors else (complete, [])
     first: list[Site] | None = None
-    for suffix, closed in _completions(tree_parser, grammar, data, tree):
-        completed = tree_parser.parse(data + suffix)
+    tried = set()
+    for suffix, closed, plain in _completions(tree_parser, grammar, data, tree):
+        if (suffix, closed) in tried:
+            continue
+        tried.add((suffix, closed))
+        completed = tree_parser.parse(data + suffix) if suffix else tree
         standing = _standing(data, completed, closed, grammar) or _unclosed_calls(grammar, data, completed)
         if not standing:
             return ("invalid", conditions) if conditions else ("incomplete", [])
-        first = standing if first is None else first
+        if plain:  # its errors are the ones reported
+            first = standing
+            if _error_out_of_reach(completed, _unreachable_before(grammar, data)):
+                break
     assert first is not None
     return "invalid", conditions + first
+
+
+def _error_out_of_reach(tree: Any, limit: int) -> bool:
+    """Whether the completed tree holds an ``ERROR`` that ends before ``limit`` with valid text after it:
+    inside a construct parsed without error around it, followed by more of it (not a comment) that starts
+    before ``limit``; or at the top level, followed by a whole top-level node without error that ends
+    before ``limit``.  With every bracket closed, no other ending of the text reaches back there (the other
+    completions differ only after the text; they need not be parsed)."""
+    stack: list[Any] = []
+    followed = False
+    for child in reversed(tree.root_node.children):
+        if child.is_error:
+            if followed and child.end_byte < limit:
+                return True
+        elif child.has_error:
+            stack.append(child)
+        elif child.is_named and not child.is_extra and child.end_byte < limit:
+            followed = True
+    while stack:
+        node = stack.pop()
+        if node.start_byte >= limit:
+            continue
+        code_after = False
+        for child in reversed(node.children):
+            if child.is_error:
+                if code_after and child.end_byte < limit:
+                    return True
+            elif child.has_error:
+                stack.append(child)
+            if not child.is_extra and child.start_byte < limit:
+                code_after = True
+    return False
+
+
+def _unreachable_before(grammar: Grammar, data: bytes) -> int:
+    """Where an ending could start to change the text's reading: the start of its last line, or of a
+    string, comment or heredoc the text may end inside, whichever comes first."""
+    content_end = len(data.rstrip())
+    limit = data.rfind(b"\n", 0, content_end) + 1
+    for tail in grammar.tails:
+        start = _open_token_start(tail, data)
+        if start is not None:
+            limit = min(limit, start)
+    for pattern in (grammar.heredoc, grammar.raw_string):
+        if pattern is not None:
+            for found in pattern.finditer(data):
+                limit = min(limit, found.start())
+                break
+    return limit
+
+
+_TAIL_OPENERS = {BLOCK_COMMENT_END: b"/*", "-->": b"<!--", "\n=end\n": b"=begin"}
+"""A tail that closes no quote → what opens the comment it closes."""
+_UNBOUNDED_TAILS = frozenset({">"})
+"""Tails whose opener may be anywhere in the text (HTML's ``>``: quoted values may hold ``<`` and ``>``)."""
+
+
+def _open_token_start(tail: str, data: bytes) -> int | None:
+    """Where the string, comment or tag ``tail`` closes starts if the text may end inside one; None if it
+    cannot (no opener without a closer after it; for a quote, no unescaped quote)."""
+    if tail in _UNBOUNDED_TAILS:
+        return 0
+    opener = _TAIL_OPENERS.get(tail)
+    if opener is not None:
+        start = data.rfind(opener)
+        closing = tail.strip("\n").encode()
+        return start if start >= 0 and data.find(closing, start + len(opener)) < 0 else None
+    quote = tail.encode()
+    start = data.rfind(quote)
+    while start > 0:
+        escape = start
+        while escape > 0 and data[escape - 1] == 92:  # the backslashes before it
+            escape -= 1
+        if (start - escape) % 2 == 0:
+            break
+        start = data.rfind(quote, 0, escape)
+    return start if start >= 0 else None
 
 
 def _line_broken_strings(grammar: Grammar, data: bytes) -> list[Site]:
@@ -146,57 +254,65 @@ def completions(name: str, text: str) -> list[str]:
     """
     tree_parser = parser(name)
     data = text.encode("utf-8", "surrogateescape")
-    return [suffix.decode("utf-8", "surrogateescape")
-            for suffix, _ in _completions(tree_parser, GRAMMARS[name], data, tree_parser.parse(data))]
+    endings = _completions(tree_parser, GRAMMARS[name], data, tree_parser.parse(data))
+    return list(dict.fromkeys(suffix.decode("utf-8", "surrogateescape") for suffix, _, _ in endings))
 
 
-def _completions(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any) -> Iterator[tuple[bytes, bool]]:
-    """Endings that close what is open at the end of the text; True: a tail closed a string or comment."""
+def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
+                 tree: Any) -> Iterator[tuple[bytes, bool, bool]]:
+    """Endings that close what is open at the end of the text, each with whether a tail closed a string or
+    comment and whether it is the plain one (only the closers), likeliest first: after an opener or an
+    operator, a filler for the operand."""
     close = closers(tree, grammar)
     # a statement cut before its `;`: `$t = $a['x']` closes as `;}`, `$a = f(\n  1,` as `);`
     statement_end = (grammar.terminator.encode(),) if grammar.terminator else ()
+    content = data.rstrip()
+    if content and content[-1] in _OPERAND_EXPECTED:
+        yield FILLERS[0] + close, False, False
     for filler in (b"", *FILLERS, *grammar.fillers, *statement_end):
-        yield filler + close, False
+        yield filler + close, False, not filler
     for pattern, filler in grammar.continued:
         if pattern.search(data, max(0, len(data) - 80)):
-            yield filler + close, False
+            yield filler + close, False, False
     angled = closers(tree, grammar, angles=True) if grammar.angles else close
     if angled != close:
         for filler in (b"", b" _"):
-            yield filler + angled, False
+            yield filler + angled, False, False
         for ending in grammar.endings:
-            yield angled + ending, False  # `T extends Array<\n  infer A,` waiting for `>` and `? :`
+            yield angled + ending, False, False  # `T extends Array<\n  infer A,` waiting for `>` and `? :`
     if grammar.parameter_types:
         if b")" in close:
-            yield _function_type(close), False  # `f: <T>(` …, `(ctx: {` …: a function type's parameters
+            yield _function_type(close), False, False  # `f: <T>(` …, `(ctx: {` …: a function type
         if angled != close:
             last = angled.rfind(b">") + 1
-            yield angled[:last] + b"(): _;" + angled[last:], False  # `m<T extends X<{` … : a method's
+            yield angled[:last] + b"(): _;" + angled[last:], False, False  # `m<T extends X<{` … : a method's
     for ending in (*grammar.endings, *statement_end):
-        yield close + ending, False
+        yield close + ending, False, False
     if grammar.block_end and close:
-        yield close.replace(b"}", grammar.block_end), False
+        yield close.replace(b"}", grammar.block_end), False, False
     raw = _open_raw_string(grammar, data)
     for tail in (*grammar.tails, *raw):
+        if tail not in raw and _open_token_start(tail, data) is None:
+            continue  # the text cannot end inside what this tail closes
         with_tail = data + tail.encode()
         tail_tree = tree_parser.parse(with_tail)
         # a raw string open at the end is no token to a tree in error recovery: its opener tells
         if tail in raw or _closes_open_token(tail_tree, len(data), len(with_tail)):
             close = closers(tail_tree, grammar)
-            yield tail.encode() + close, True
+            yield tail.encode() + close, True, False
             if statement_end and close:
-                yield tail.encode() + statement_end[0] + close, True  # `$s = "…` closes as `";}`
+                yield tail.encode() + statement_end[0] + close, True, False  # `$s = "…` closes as `";}`
             if grammar.block_end and close:
-                yield tail.encode() + close.replace(b"}", grammar.block_end), True
+                yield tail.encode() + close.replace(b"}", grammar.block_end), True, False
             if grammar.parameter_types and b")" in close:
-                yield tail.encode() + _function_type(close), True
+                yield tail.encode() + _function_type(close), True, False
     if grammar.heredoc is not None:
         openers = list(grammar.heredoc.finditer(data))
         if openers:
             terminator = b"\n" + openers[-1].group(2) + b"\n"
             close = closers(tree_parser.parse(data + terminator), grammar)
             for filler in (b"", b";"):
-                yield terminator + filler + close, True
+                yield terminator + filler + close, True, False
 
 
 def _function_type(close: bytes) -> bytes:
@@ -266,13 +382,21 @@ def _closed_start(tree: Any, position: int, fallback: int) -> int:
 
 
 def _errors(tree: Any, grammar: Grammar) -> list[Site]:
-    """The tree's ``ERROR`` and ``MISSING`` nodes, and what the grammar misreads (``Grammar.misread``)."""
-    sites = list(error_sites(tree)) if tree.root_node.has_error else []
-    if grammar.misread:
+    """The tree's ``ERROR`` and ``MISSING`` nodes, and what the grammar misreads (``Grammar.misread``; not
+    looked for past ``_QUERY_BUDGET``: the tree has an error already)."""
+    nodes = list(_error_nodes(tree)) if tree.root_node.has_error else []
+    sites = [_site(node) for node in nodes]
+    if grammar.misread and sum(node.child_count ** 2 for node in nodes) <= _QUERY_BUDGET:
         captures = _misread_query(grammar.name).captures(tree.root_node)
         sites += [Site(node.start_byte, node.start_byte, "}") for node in captures.get("brace", ())]
         sites += [Site(node.start_byte, node.end_byte, None) for node in captures.get("unexpected", ())]
     return sites
+
+
+_QUERY_BUDGET = 1_000_000
+"""The most ``children²`` summed over a tree's outermost ``ERROR`` nodes for which a query runs on it:
+tree-sitter's query cursor reads an ``ERROR`` node's children in time quadratic in their number (20,000
+children: 1.9 s)."""
 
 
 @functools.cache
@@ -284,92 +408,151 @@ def _misread_query(name: str) -> Any:
 
 def error_sites(tree: Any) -> Iterator[Site]:
     """Every ``ERROR`` and ``MISSING`` node, outermost only, visiting just the subtrees that hold one."""
+    return map(_site, _error_nodes(tree))
+
+
+def _error_nodes(tree: Any) -> Iterator[Any]:
     stack = [tree.root_node]
     while stack:
         node = stack.pop()
         if node.is_error or node.is_missing:
-            yield Site(node.start_byte, node.end_byte, node.type if node.is_missing else None)
+            yield node
         elif node.has_error:
             stack.extend(reversed(node.children))
+
+
+def _site(node: Any) -> Site:
+    return Site(node.start_byte, node.end_byte, node.type if node.is_missing else None)
 
 
 def closers(tree: Any, grammar: Grammar, angles: bool = False) -> bytes:
     """The closing brackets and keywords for every block still open at the end, innermost first; with
     ``angles``, type arguments' ``<`` too (``_angle``)."""
-    stack: list[str] = []
-    cursor = tree.walk()
-    while True:
-        node = cursor.node
-        if node.child_count == 0 and not node.is_missing and not (angles and _angle(stack, node)):
-            _track(stack, node, grammar)
-        if cursor.goto_first_child():
-            continue
-        while not cursor.goto_next_sibling():
-            if not cursor.goto_parent():
-                separator = "\n" if grammar.keywords else ""
-                entries = [grammar.followers[entry][1] if entry in grammar.followers else entry
-                           for entry in reversed(stack) if entry != _PATTERN]
-                if grammar.terminator:
-                    entries = [grammar.terminator + entry if entry == "}" and index and entries[index - 1] in
-                               (")", "]") else entry for index, entry in enumerate(entries)]
-                text = separator.join(entries)
-                return (separator + text).encode() if stack else b""
+    entries = [grammar.followers[entry][1] if entry in grammar.followers else entry
+               for entry, _ in reversed(open_at_end(tree, grammar, angles)) if entry != _PATTERN]
+    if not entries:
+        return b""
+    if grammar.terminator:
+        entries = [grammar.terminator + entry if entry == "}" and index and entries[index - 1] in (")", "]")
+                   else entry for index, entry in enumerate(entries)]
+    separator = "\n" if grammar.keywords else ""
+    return (separator + separator.join(entries)).encode()
 
 
-def _angle(stack: list[str], node: Any) -> bool:
+def open_at_end(tree: Any, grammar: Grammar, angles: bool = False) -> list[tuple[str, int]]:
+    """What is still open at the end, outermost first: each closer (or follower's keyword) with the offset
+    of what opened it.  One walk over each node's children, carrying each leaf's parent and previous
+    sibling (a node's ``parent`` and ``prev_sibling`` each scan from the root)."""
+    opened = _Opened()
+    tracked = _tracked(grammar.name) | (_ANGLES if angles else frozenset())
+    root = tree.root_node
+    stack: list[tuple[Any, list[Any], int]] = [(None, [root], 0)]
+    while stack:
+        parent, children, index = stack.pop()
+        while index < len(children):
+            node = children[index]
+            index += 1
+            if node.child_count:
+                stack.append((parent, children, index))
+                parent, children, index = node, node.children, 0
+            elif node.type in tracked and not node.is_missing and not (
+                    angles and _angle(opened, node, parent, children[index - 2] if index > 1 else None)):
+                _track(opened, node, parent, grammar)
+    return opened.entries
+
+
+_ANGLES = frozenset({"<", *_ANGLES_CLOSED})
+
+
+@functools.cache
+def _tracked(name: str) -> frozenset[str]:
+    """The leaf types ``_track`` acts on for the named grammar."""
+    grammar = GRAMMARS[name]
+    followers = {kind for entry in grammar.followers.values() for kind in entry[0]}
+    return frozenset({">", *_OPENERS, *_CLOSERS, *grammar.keywords, *grammar.keywords.values(),
+                      *grammar.quotes, *grammar.followers, *followers, *grammar.pattern_starts})
+
+
+class _Opened:
+    """A stack of closers with a count of each, so that a closer finds its opener in constant time."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[str, int]] = []
+        self._counts: Counter[str] = Counter()
+
+    def push(self, entry: str, at: int) -> None:
+        self.entries.append((entry, at))
+        self._counts[entry] += 1
+
+    def pop(self) -> str:
+        entry = self.entries.pop()[0]
+        self._counts[entry] -= 1
+        return entry
+
+    def top(self) -> str | None:
+        return self.entries[-1][0] if self.entries else None
+
+    def __contains__(self, entry: str) -> bool:
+        return self._counts[entry] > 0
+
+    def close(self, entry: str) -> None:
+        """Pop down to and including ``entry``, if it is open."""
+        if entry in self:
+            while self.pop() != entry:
+                pass
+
+
+def _angle(opened: _Opened, node: Any, parent: Any, previous: Any) -> bool:
     """Track ``node`` if it is an angle bracket of type arguments: a ``<`` of ``type_arguments`` or
     ``type_parameters``, or one in an error right after a name (``Fn<``); a ``>`` closing one."""
     kind = node.type
     if kind == "<":
-        parent, previous = node.parent, node.prev_sibling
         if parent is not None and (parent.type in _TYPE_LISTS or (
                 parent.is_error and previous is not None and previous.end_byte == node.start_byte)):
-            stack.append(">")
+            opened.push(">", node.start_byte)
             return True
-    elif kind in _ANGLES_CLOSED and stack and stack[-1] == ">":
+    elif kind in _ANGLES_CLOSED and opened.top() == ">":
         for _ in kind:
-            if stack and stack[-1] == ">":
-                stack.pop()
+            if opened.top() == ">":
+                opened.pop()
         return True
     return False
 
 
-def _track(stack: list[str], node: Any, grammar: Grammar) -> None:
+def _track(opened: _Opened, node: Any, parent: Any, grammar: Grammar) -> None:
     kind = node.type
-    parent = node.parent
+    top = opened.top()
     if kind == ">" and parent is not None and parent.type in _TAGS:
         tag = _end_tag(parent)
         if parent.type in _OPENING_TAGS:
             if tag not in _VOID_ELEMENTS:
-                stack.append(tag)
-        elif tag in stack:
-            while stack.pop() != tag:
-                pass
-    elif kind in grammar.pattern_starts and (kind != "in" or stack[-1:] == [grammar.keywords.get("case")]):
-        stack.append(_PATTERN)
-    elif kind == ")" and stack[-1:] == [_PATTERN]:
-        stack.pop()  # a shell case pattern's `a)` closes no bracket
+                opened.push(tag, parent.start_byte)
+        else:
+            opened.close(tag)
+    elif kind in grammar.pattern_starts and (kind != "in" or (top is not None
+                                                              and top == grammar.keywords.get("case"))):
+        opened.push(_PATTERN, node.start_byte)
+    elif kind == ")" and top == _PATTERN:
+        opened.pop()  # a shell case pattern's `a)` closes no bracket
     elif kind in grammar.followers:
         if kind in grammar.keywords:
-            stack.append(grammar.keywords[kind])  # shell's `if` waits for its `then`, then for `fi`
-        stack.append(kind)  # a ``try`` or ``do`` whose block has not been followed by its keyword yet
-    elif stack and stack[-1] in grammar.followers and kind in grammar.followers[stack[-1]][0]:
-        stack.pop()
+            opened.push(grammar.keywords[kind], node.start_byte)  # shell's `if` waits for `then`, then `fi`
+        opened.push(kind, node.start_byte)  # a ``try`` or ``do`` whose block has not been followed yet
+    elif top is not None and top in grammar.followers and kind in grammar.followers[top][0]:
+        opened.pop()
         if kind in grammar.keywords:
-            stack.append(grammar.keywords[kind])  # shell's `do` after `while …` opens the loop's body
+            opened.push(grammar.keywords[kind], node.start_byte)  # `do` after `while …` opens the body
     elif kind in grammar.quotes:
-        if stack and stack[-1] == kind:
-            stack.pop()
+        if top == kind:
+            opened.pop()
         else:
-            stack.append(kind)
+            opened.push(kind, node.start_byte)
     elif kind in _OPENERS:
-        stack.append(_OPENERS[kind])
+        opened.push(_OPENERS[kind], node.start_byte)
     elif kind in _CLOSERS or kind in grammar.keywords.values():
-        if kind in stack:
-            while stack.pop() != kind:
-                pass
+        opened.close(kind)
     elif kind in grammar.keywords and not (parent is not None and parent.type in grammar.modifier_parents):
-        stack.append(grammar.keywords[kind])
+        opened.push(grammar.keywords[kind], node.start_byte)
 
 
 def _end_tag(tag: Any) -> str:
@@ -401,21 +584,40 @@ def _introduced(tree_parser: Any, grammar: Grammar, old: bytes, data: bytes, sit
     status, previous = _analyse(tree_parser, grammar, old, partial)
     if status != "invalid":
         return sites
-    limit = min(len(old), len(data))
-    prefix = 0
-    while prefix < limit and old[prefix] == data[prefix]:
-        prefix += 1
-    suffix = 0
-    while suffix < limit - prefix and old[-1 - suffix] == data[-1 - suffix]:
-        suffix += 1
+    prefix, suffix = _common_ends(old, data)
     shift = len(data) - len(old)
+    line_of = functools.partial(bisect.bisect_right, [found.start() for found in _NEWLINE.finditer(data)])
     lines = set()
     for site in previous:
         if site.start < prefix:  # before the edit (an error spanning it starts on the same line)
-            lines.add(data.count(b"\n", 0, site.start))
+            lines.add(line_of(site.start - 1))
         elif site.start >= len(old) - suffix:
-            lines.add(data.count(b"\n", 0, site.start + shift))
-    return [site for site in sites if data.count(b"\n", 0, site.start) not in lines]
+            lines.add(line_of(site.start + shift - 1))
+    return [site for site in sites if line_of(site.start - 1) not in lines]
+
+
+_NEWLINE = re.compile(rb"\n")
+
+
+def _common_ends(old: bytes, new: bytes) -> tuple[int, int]:
+    """The lengths of the longest common prefix and of the longest common suffix after it (slices compared
+    by halves: a bisection of whole-slice comparisons, not a loop over bytes)."""
+    limit = min(len(old), len(new))
+    prefix = _longest(lambda size: old[:size] == new[:size], limit)
+    suffix = _longest(lambda size: old[len(old) - size :] == new[len(new) - size :], limit - prefix)
+    return prefix, suffix
+
+
+def _longest(agrees: Callable[[int], bool], limit: int) -> int:
+    """The largest size up to ``limit`` for which ``agrees`` holds (it holds for every smaller size)."""
+    low, high = 0, limit
+    while low < high:
+        middle = (low + high + 1) // 2
+        if agrees(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def _problem(data: bytes, site: Site) -> Problem:
