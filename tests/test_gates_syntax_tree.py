@@ -163,6 +163,14 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
               '        if [ -x "`which ar`" ]; then\n          ar tv "$1"\n'
               '        else echo "No ar"; fi ;;\n\n      *.bz2)\n'
               '        if [ -x "`which b`" ]; then\n          b -dc "$1" | tar tvvf -\n'),
+    ("go", "package a\n\nfunc f() {\n\tif !(a ||\n\t\tb ||\n"),  # a header waiting for its block
+    ("go", "package a\n\nfunc f() error {\n\tif err := g(F{\n\t\tw: 1,\n"),  # `}); _ {}`: a condition to come
+    ("go", "package a\n\nfunc f() {\n\tswitch x := g(\n\t\ta,\n"),
+    ("go", "package a\n\nfunc f() {\n\tfor _, c := range []struct {\n\t\tPath []string\n"),  # `}{} {}`
+    ("go", "package a\n\nfunc f() {\n\tfor _, c := range []struct {\n\t\tPath []string\n\t}{\n"
+           "\t\t{ // empty\n\t\t\t[]string{},\n"),  # the literal's `{` opens no block
+    ("go", "package a\n\nvar names = []struct {\n\tn string\n"),  # `}{}`: a type waiting for its literal
+    ("go", "package a\n\nconst (\n\tconfData = `\n\t; name\n"),  # a line break before the group's `)`
 ])
 def test_incomplete_prefixes_of_other_languages(language: str, prefix: str, policy: CompiledPolicy) -> None:
     assert write(policy, f"m.{EXTENSIONS[language]}", prefix).metadata.get("incomplete") is True
