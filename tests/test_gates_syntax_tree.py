@@ -137,6 +137,10 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     ("ruby", "def f\n  [1, 2].map do |x| x end\n"),                 # a finished line that ends in `end`
     ("c", "#ifndef A_H\n#define A_H\n#ifdef __cplusplus\nextern \"C\" {\n#endif\nint f(void);\n"),
     ("javascript", "import { a } from './a'\nimport {\n  b,\n"),   # an import list, `from` still to come
+    ("javascript", "var c = (this && this.c) || (Object.create ? (function(o, m) {\n  if (m) m = o;\n"),
+    ("javascript", "module.exports = d && typeof d.get === 'function'\n\t? f([d.get])\n"
+                   "\t: typeof g === 'function'\n\t\t? function getDunder(v) {\n\t\t\treturn g(v);\n"),
+    ("javascript", "m.map((a) => {\n\treturn !a.p ? a.o.t(r, (p) => {\n\t\tif (!t.has(p)) {\n"),
     ("php", "<?php\n$a = foo(\n  1,\n  2\n"),                     # a call at top level: `);` to come
     ("rust", "const X: &[u8] = &[\n  1,\n"),
     ("tsx", "import type {\n  DefaultError,\n  InfiniteData,\n"),

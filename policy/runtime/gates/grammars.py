@@ -275,8 +275,9 @@ _C_LIKE = (BLOCK_COMMENT_END, '"')
 _DO_WHILE = {"do": (frozenset({"while"}), " while (0);")}
 _FOLLOWERS = MappingProxyType({"try": (frozenset({"catch", "finally"}), " finally {}"), **_DO_WHILE})
 """``try`` … ``catch``/``finally`` and ``do`` … ``while``: JavaScript, TypeScript, Java, PHP."""
-_TS_FOLLOWERS = MappingProxyType({**_FOLLOWERS, "?": (frozenset({":"}), " : _")})
-"""TypeScript's also: a ``?`` of a conditional type or expression waiting for its ``:``."""
+_JS_FOLLOWERS = MappingProxyType({**_FOLLOWERS, "?": (frozenset({":"}), " : _")})
+"""JavaScript's and TypeScript's also: a ``?`` of a conditional expression (or type) waiting for its ``:``
+(``a ? function () {`` … closes as ``} : _``)."""
 _GO_HEADERS = MappingProxyType({
     **dict.fromkeys(("if", "switch"), (b" {}", b"; _ {}")),
     "for": (b" {}",),
@@ -295,12 +296,12 @@ _JS_TAILS = (BLOCK_COMMENT_END, "`", '"', "'")
 GRAMMARS: dict[str, Grammar] = {
     grammar.name: grammar
     for grammar in (
-        Grammar("javascript", "tree_sitter_javascript", "language", _JS_TAILS, followers=_FOLLOWERS,
+        Grammar("javascript", "tree_sitter_javascript", "language", _JS_TAILS, followers=_JS_FOLLOWERS,
                 endings=_JS_ENDINGS),
         Grammar("typescript", "tree_sitter_typescript", "language_typescript", _JS_TAILS,
-                followers=_TS_FOLLOWERS, endings=_TS_ENDINGS, fillers=_TYPE_ARGUMENTS,
+                followers=_JS_FOLLOWERS, endings=_TS_ENDINGS, fillers=_TYPE_ARGUMENTS,
                 stand_ins=_TYPESCRIPT_STAND_INS, angles=True, parameter_types=True),
-        Grammar("tsx", "tree_sitter_typescript", "language_tsx", _JS_TAILS, followers=_TS_FOLLOWERS,
+        Grammar("tsx", "tree_sitter_typescript", "language_tsx", _JS_TAILS, followers=_JS_FOLLOWERS,
                 endings=_TS_ENDINGS, fillers=_TYPE_ARGUMENTS, stand_ins=_TS_STAND_INS, angles=True,
                 parameter_types=True),
         Grammar("go", "tree_sitter_go", "language", (*_C_LIKE, "`"), terminator="\n", headers=_GO_HEADERS,
