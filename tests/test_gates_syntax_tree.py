@@ -141,6 +141,10 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     ("javascript", "module.exports = d && typeof d.get === 'function'\n\t? f([d.get])\n"
                    "\t: typeof g === 'function'\n\t\t? function getDunder(v) {\n\t\t\treturn g(v);\n"),
     ("javascript", "m.map((a) => {\n\treturn !a.p ? a.o.t(r, (p) => {\n\t\tif (!t.has(p)) {\n"),
+    *((language, "function f(t) {\n  switch (t) {\n    default:\n      switch (\n"  # `)) {}}`: a block
+                  "        (\"string\" === typeof t.s\n          ? t.then(n, n)\n")
+      for language in ("javascript", "typescript", "tsx")),
+    ("javascript", "(function () {\n  function jsxDEVImpl(\n    type,\n"),  # a function's body still to come
     ("php", "<?php\n$a = foo(\n  1,\n  2\n"),                     # a call at top level: `);` to come
     ("rust", "const X: &[u8] = &[\n  1,\n"),
     ("tsx", "import type {\n  DefaultError,\n  InfiniteData,\n"),

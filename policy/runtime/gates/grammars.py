@@ -278,6 +278,11 @@ _FOLLOWERS = MappingProxyType({"try": (frozenset({"catch", "finally"}), " finall
 _JS_FOLLOWERS = MappingProxyType({**_FOLLOWERS, "?": (frozenset({":"}), " : _")})
 """JavaScript's and TypeScript's also: a ``?`` of a conditional expression (or type) waiting for its ``:``
 (``a ? function () {`` … closes as ``} : _``)."""
+_TS_HEADERS = MappingProxyType({"switch": (b" {}",)})
+"""A ``switch (`` cut before its block (``switch (\n  (a &&`` inside a block closes as ``)) {}}``)."""
+_JS_HEADERS = MappingProxyType({**_TS_HEADERS, "function": (b" {}",)})
+"""JavaScript's also: a function's parameters cut before its body (``function f(\n  a,`` inside a block
+closes as ``) {}}``; TypeScript reads ``function f(a)`` as an overload)."""
 _GO_HEADERS = MappingProxyType({
     **dict.fromkeys(("if", "switch"), (b" {}", b"; _ {}")),
     "for": (b" {}",),
@@ -297,13 +302,13 @@ GRAMMARS: dict[str, Grammar] = {
     grammar.name: grammar
     for grammar in (
         Grammar("javascript", "tree_sitter_javascript", "language", _JS_TAILS, followers=_JS_FOLLOWERS,
-                endings=_JS_ENDINGS),
+                endings=_JS_ENDINGS, headers=_JS_HEADERS),
         Grammar("typescript", "tree_sitter_typescript", "language_typescript", _JS_TAILS,
                 followers=_JS_FOLLOWERS, endings=_TS_ENDINGS, fillers=_TYPE_ARGUMENTS,
-                stand_ins=_TYPESCRIPT_STAND_INS, angles=True, parameter_types=True),
+                stand_ins=_TYPESCRIPT_STAND_INS, angles=True, parameter_types=True, headers=_TS_HEADERS),
         Grammar("tsx", "tree_sitter_typescript", "language_tsx", _JS_TAILS, followers=_JS_FOLLOWERS,
                 endings=_TS_ENDINGS, fillers=_TYPE_ARGUMENTS, stand_ins=_TS_STAND_INS, angles=True,
-                parameter_types=True),
+                parameter_types=True, headers=_TS_HEADERS),
         Grammar("go", "tree_sitter_go", "language", (*_C_LIKE, "`"), terminator="\n", headers=_GO_HEADERS,
                 type_bodies=_GO_TYPE_BODIES, type_literal=b"{}", literals=_GO_LITERALS),
         Grammar("rust", "tree_sitter_rust", "language", _C_LIKE, terminator=";", fillers=_RUST_ATTRIBUTED,
