@@ -145,6 +145,8 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
                   "        (\"string\" === typeof t.s\n          ? t.then(n, n)\n")
       for language in ("javascript", "typescript", "tsx")),
     ("javascript", "(function () {\n  function jsxDEVImpl(\n    type,\n"),  # a function's body still to come
+    ("javascript", "const a = 1;\n\n/**\n * Scans a glob (`isGlob`, `path`).\n *\n * ```js\n"  # `/*` inside
+                   " * console.log(pm.scan('foo/bar/*.js'));\n * { glob: '*.js' }\n"),
     ("php", "<?php\n$a = foo(\n  1,\n  2\n"),                     # a call at top level: `);` to come
     ("rust", "const X: &[u8] = &[\n  1,\n"),
     ("tsx", "import type {\n  DefaultError,\n  InfiniteData,\n"),

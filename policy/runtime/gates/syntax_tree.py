@@ -221,10 +221,15 @@ def _open_token_start(tail: str, data: bytes) -> int | None:
     if tail in _UNBOUNDED_TAILS:
         return 0
     opener = _TAIL_OPENERS.get(tail)
-    if opener is not None:
-        start = data.rfind(opener)
+    if opener is not None:  # the first opener after the last closer (a comment may hold `/*`: `'a/*.js'`)
         closing = tail.strip("\n").encode()
-        return start if start >= 0 and data.find(closing, start + len(opener)) < 0 else None
+        last = data.rfind(closing)
+        start = data.find(opener, last + len(closing) if last >= 0 else 0)
+        if start < 0:  # `/*/`: the closer's `*` is the opener's
+            start = data.rfind(opener)
+            if start < 0 or data.find(closing, start + len(opener)) >= 0:
+                return None
+        return start
     quote = tail.encode()
     start = data.rfind(quote)
     while start > 0:
