@@ -62,10 +62,17 @@ class Grammar:
     raw_string: re.Pattern[bytes] | None = None
     """A raw string's opener whose group 1 its closing quote repeats: the last one gives one more tail (Rust's
     ``r###"`` closes with ``"###``)."""
+    delimited: re.Pattern[bytes] | None = None
+    """An opener of a literal that its delimiter (group 1) closes, or the bracket pairing it (Ruby's ``%{``,
+    ``%w(``): the last one gives one more tail, tried as the ``tails`` are."""
     stand_ins: tuple[tuple[re.Pattern[bytes], StandIn], ...] = ()
     """Valid constructs the grammar cannot parse and the byte each byte of their group 1 (or of the whole
     match) becomes: an identifier or separator of the same length; or a function giving the match's
     replacement, as long as the match."""
+    arms: tuple[re.Pattern[bytes], bytes] | None = None
+    """What comes right before the opener of a block of arms ``matcher => body`` (Rust's ``macro_rules! m {``,
+    ``match x {``), and the arm's rest: a text cut inside a matcher closes it, writes the rest, then closes
+    the block (``($x:expr, $(`` closes as ``)*) => {}}``)."""
     terminator: str = ""
     """What ends a statement before a closing ``}`` (``f(a,`` closes as ``f(a,);}``)."""
     line_strings: re.Pattern[bytes] | None = None
@@ -247,6 +254,12 @@ _CPP_MISREAD = """
 (no C++ has that, unlike GNU C), a member function with no type that is no constructor (``TEST_F(A, B) {``
 inside ``class A {``), ``catch (…) {`` inside a ``try`` block read as a function named ``catch``, ``const`` in
 a block read as braces (``TEST(A, B {`` … ``const T x;``)."""
+_RUST_TRY = re.compile(rb"(?<![\w$])(try)!")
+"""Rust 2015's ``try!(…)`` macro, a keyword to tree-sitter-rust 0.24: read as a macro named ``___``."""
+_RUST_REPETITION = MappingProxyType({"$": (frozenset({"*", "+", "?"}), "*")})
+"""A macro's repetition ``$( … ),*``: its ``)`` waits for the operator."""
+_RUST_ARMS = re.compile(rb"(?:\bmacro_rules![ \t]*[A-Za-z_]\w*\s*|\bmatch\b[^;{}]*)\Z")
+"""The head of a ``macro_rules!`` or ``match`` block, whose arms are ``matcher => body``."""
 _RUST_ATTRIBUTED = (b" _ => {}", b" fn _f() {}", b" _f: ()", b" _f")
 """What an attribute at the end (``#[cfg(x)]``) may wait for: a match arm, an item, a field, a variant."""
 _SHELL_CONDITIONS = MappingProxyType({
@@ -281,6 +294,7 @@ GRAMMARS: dict[str, Grammar] = {
                 parameter_types=True),
         Grammar("go", "tree_sitter_go", "language", (*_C_LIKE, "`")),
         Grammar("rust", "tree_sitter_rust", "language", _C_LIKE, terminator=";", fillers=_RUST_ATTRIBUTED,
+                arms=(_RUST_ARMS, b" => {}"), followers=_RUST_REPETITION, stand_ins=((_RUST_TRY, b"_"),),
                 raw_string=re.compile(rb'(?<!\w)[bc]?r(#+)"')),
         Grammar("java", "tree_sitter_java", "language", (BLOCK_COMMENT_END, '"""', '"'), followers=_FOLLOWERS,
                 terminator=";"),
@@ -294,11 +308,12 @@ GRAMMARS: dict[str, Grammar] = {
                            (_TYPENAME_VALUE, b" ")),
                 line_strings=_C_STRINGS, statement_lines=True, misread=_CPP_MISREAD),
         Grammar(
-            "ruby", "tree_sitter_ruby", "language", ('"', "'", "`", "\n=end\n"),
-            keywords=MappingProxyType(dict.fromkeys(_RUBY_BLOCKS, "end")),
+            "ruby", "tree_sitter_ruby", "language", ('"', "'", "`", "/", "\n=end\n"),
+            keywords=MappingProxyType(dict.fromkeys(_RUBY_BLOCKS, "end")), fillers=(b" = _",),
             modifier_parents=frozenset({"if_modifier", "unless_modifier", "while_modifier", "until_modifier",
                                         "rescue_modifier", "conditional"}),
             heredoc=re.compile(rb"<<[~-]?(['\"`]?)([A-Za-z_]\w*)\1"),
+            delimited=re.compile(rb"(?<![\w)\]}])%[qQwWiIrsx]?([({\[<|!/^])"),
         ),
         Grammar("php", "tree_sitter_php", "language_php", (*_C_LIKE, "'"), followers=_FOLLOWERS,
                 terminator=";", heredoc=re.compile(rb"<<<[ \t]*(['\"]?)([A-Za-z_]\w*)\1"),
