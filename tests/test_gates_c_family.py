@@ -30,6 +30,11 @@ def status(language: str, text: str, before: str | None = None) -> str:
      "  bool g() { return a.operator bool(); }\n};\n",
      "struct R {\n  int f(int n) { return *(this->operator+(n); }\n"
      "  bool g() { return a.operator bool(); }\n};\n"),
+    # an operator called by name after a condition, with template arguments
+    ("cpp", "struct C {\n  void f(bool v) {\n    if (t != 's') operator()<bool>(v);\n"
+     "    else operator()(1);\n  }\n};\n",
+     "struct C {\n  void f(bool v) {\n    if (t != 's') operator()<bool>(v;\n"
+     "    else operator()(1);\n  }\n};\n"),
     # an operator returned by name, `new const`, a value of a dependent type
     ("cpp", "struct R {\n  int& value() const { return operator*(); }\n"
      "  const char* p = new const char('a');\n};\n",

@@ -205,10 +205,11 @@ def _text_angle(found: re.Match[bytes]) -> bytes:
 
 
 _MEMBER_OPERATOR = re.compile(
-    rb"(?:->|\.|\breturn[ \t])[ \t]*(operator\b[ \t]*"
+    rb"(?:->|\.|\breturn[ \t]|\belse[ \t]|\)[ \t])[ \t]*(operator\b[ \t]*"
     rb"(?:\(\)|\[\]|->\*?|(?:new|delete)\b(?:\[\])?|[-+*/%^&|~!=<>,]{1,3}|[A-Za-z_]\w*))")
-"""An operator called by name through ``->`` or ``.`` or returned (``this->operator+(n)``, ``a.operator
-bool()``, ``return operator*();``), which tree-sitter-cpp 0.23 does not parse."""
+"""An operator called by name through ``->`` or ``.``, returned or after a condition (``this->operator+(n)``,
+``a.operator bool()``, ``return operator*();``, ``if (a) operator()<bool>(v);``), which tree-sitter-cpp 0.23
+does not parse."""
 _DEFAULTED_POINTER = re.compile(rb"(?<=[\w>])[ \t]*(\*)(?=(?:\s|/\*(?:[^*]|\*(?!/)){0,200}\*/)+=(?!=))")
 """An unnamed pointer with a default (``typename std::enable_if<…>::type* = nullptr``, a parameter or a
 template parameter), which tree-sitter-cpp 0.23 does not parse; read without its ``*``."""
