@@ -257,8 +257,12 @@ inside ``class A {``), ``catch (…) {`` inside a ``try`` block read as a functi
 a block read as braces (``TEST(A, B {`` … ``const T x;``)."""
 _RUST_TRY = re.compile(rb"(?<![\w$])(try)!")
 """Rust 2015's ``try!(…)`` macro, a keyword to tree-sitter-rust 0.24: read as a macro named ``___``."""
-_RUST_REPETITION = MappingProxyType({"$": (frozenset({"*", "+", "?"}), "*")})
-"""A macro's repetition ``$( … ),*``: its ``)`` waits for the operator."""
+_RUST_FOLLOWERS = MappingProxyType({
+    "$": (frozenset({"*", "+", "?"}), "*"),
+    **dict.fromkeys(("if", "while", "match"), (frozenset({"{"}), " {}")),
+})
+"""A macro's repetition ``$( … ),*``, whose ``)`` waits for the operator; a condition or a scrutinee cut
+before its block (``while (`` then ``a &&`` closes as `` _) {}}``)."""
 _RUST_ARMS = re.compile(rb"(?:\bmacro_rules![ \t]*[A-Za-z_]\w*\s*|\bmatch\b[^;{}]*)\Z")
 """The head of a ``macro_rules!`` or ``match`` block, whose arms are ``matcher => body``."""
 _RUST_ATTRIBUTED = (b" _ => {}", b" fn _f() {}", b" _f: ()", b" _f")
@@ -295,7 +299,7 @@ GRAMMARS: dict[str, Grammar] = {
                 parameter_types=True),
         Grammar("go", "tree_sitter_go", "language", (*_C_LIKE, "`")),
         Grammar("rust", "tree_sitter_rust", "language", _C_LIKE, terminator=";", fillers=_RUST_ATTRIBUTED,
-                arms=(_RUST_ARMS, b" => {}"), followers=_RUST_REPETITION, stand_ins=((_RUST_TRY, b"_"),),
+                arms=(_RUST_ARMS, b" => {}"), followers=_RUST_FOLLOWERS, stand_ins=((_RUST_TRY, b"_"),),
                 raw_string=re.compile(rb'(?<!\w)[bc]?r(#+)"')),
         Grammar("java", "tree_sitter_java", "language", (BLOCK_COMMENT_END, '"""', '"'), followers=_FOLLOWERS,
                 terminator=";"),

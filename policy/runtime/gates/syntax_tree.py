@@ -587,6 +587,8 @@ def _track(opened: _Opened, node: Any, parent: Any, grammar: Grammar) -> None:
         opened.pop()
         if kind in grammar.keywords:
             opened.push(grammar.keywords[kind], node.start_byte)  # `do` after `while …` opens the body
+        elif kind in _OPENERS:
+            opened.push(_OPENERS[kind], node.start_byte)  # Rust's `{` after `if …` opens the block
     elif kind in grammar.quotes:
         if top == kind:
             opened.pop()
