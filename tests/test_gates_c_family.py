@@ -25,6 +25,11 @@ def status(language: str, text: str, before: str | None = None) -> str:
      "template <typename T>\nFMT_CONSTEXPR inline T f(T a) {\n  return (a;\n}\n"
      "constexpr FMT_INLINE int g(int a) { return a; }\n"),
     ("c", "CURL_EXTERN void curl_free(void *p);\nint x;\n", "CURL_EXTERN void curl_free(void *p;\nint x;\n"),
+    # a calling convention between a function's type and its name
+    ("c", "U_CAPI UFormatter* U_EXPORT2\nufmt_open(const char* locale,\n    UErrorCode* status);\n"
+     "U_CAPI void U_EXPORT2\nufmt_close(UFormatter* f);\n",
+     "U_CAPI UFormatter* U_EXPORT2\nufmt_open(const char* locale,\n    UErrorCode* status);\n"
+     "U_CAPI void U_EXPORT2\nufmt_close(UFormatter* f;\nint x;\n"),
     # an operator called by name through `->` or `.`
     ("cpp", "struct R {\n  int f(int n) { return *(this->operator+(n)); }\n"
      "  bool g() { return a.operator bool(); }\n};\n",
