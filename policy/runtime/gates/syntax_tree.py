@@ -303,7 +303,7 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
         with_tail = data + tail.encode()
         tail_tree = tree_parser.parse(with_tail)
         # a raw string open at the end is no token to a tree in error recovery: its opener tells
-        if tail in raw or _closes_open_token(tail_tree, len(data), len(with_tail)):
+        if tail in raw or _closes_open_token(tail_tree, len(data), len(data) + len(tail.rstrip("\n"))):
             close = closers(tail_tree, grammar)
             yield tail.encode() + close, True, False
             if statement_end and close:
