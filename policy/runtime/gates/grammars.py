@@ -257,6 +257,9 @@ inside ``class A {``), ``catch (…) {`` inside a ``try`` block read as a functi
 a block read as braces (``TEST(A, B {`` … ``const T x;``)."""
 _RUST_TRY = re.compile(rb"(?<![\w$])(try)!")
 """Rust 2015's ``try!(…)`` macro, a keyword to tree-sitter-rust 0.24: read as a macro named ``___``."""
+_NEGATIVE_IMPL = re.compile(rb"\bimpl[ \t]+(!)(?=!|[A-Za-z_][\w:]*[ \t]*\{)")
+"""``impl !Trait {}``, ``impl !! {}``: a negative impl with no type (rustc parses it under ``#[cfg]``),
+which tree-sitter-rust 0.24 does not know: read without its ``!``."""
 _RUST_FOLLOWERS = MappingProxyType({
     "$": (frozenset({"*", "+", "?"}), "*"),
     **dict.fromkeys(("if", "while", "match"), (frozenset({"{"}), " {}")),
@@ -299,7 +302,8 @@ GRAMMARS: dict[str, Grammar] = {
                 parameter_types=True),
         Grammar("go", "tree_sitter_go", "language", (*_C_LIKE, "`")),
         Grammar("rust", "tree_sitter_rust", "language", _C_LIKE, terminator=";", fillers=_RUST_ATTRIBUTED,
-                arms=(_RUST_ARMS, b" => {}"), followers=_RUST_FOLLOWERS, stand_ins=((_RUST_TRY, b"_"),),
+                arms=(_RUST_ARMS, b" => {}"), followers=_RUST_FOLLOWERS,
+                stand_ins=((_RUST_TRY, b"_"), (_NEGATIVE_IMPL, b" ")),
                 raw_string=re.compile(rb'(?<!\w)[bc]?r(#+)"')),
         Grammar("java", "tree_sitter_java", "language", (BLOCK_COMMENT_END, '"""', '"'), followers=_FOLLOWERS,
                 terminator=";"),
