@@ -42,11 +42,11 @@ inline T f(``): an export or attribute macro, which expands to a specifier or to
 _CLASS_MACRO = re.compile(rb"\b(?:class|struct|union)[ \t]+(" + _ALL_CAPS + rb")[ \t]+"
                           rb"(?=[A-Za-z_]\w*\b\s*(?::(?!:)|\{|final\b))")
 """The same in a class head (``class GTEST_API_ Cardinality {``)."""
-_DECLARATOR_MACRO = re.compile(rb"(?:(?<=[*&])|(?<=\w[ \t]))[ \t]*(" + _ALL_CAPS + rb")"
-                               rb"(?=\s+[A-Za-z_]\w*[ \t]*\()")
+_DECLARATOR_MACRO = re.compile(rb"(?:(?<=[*&])|(?<=\w[ \t])(?<!struct[ \t])(?<!union[ \t])(?<!enum[ \t])"
+                               rb"(?<!class[ \t]))[ \t]*(" + _ALL_CAPS + rb")(?=\s+[A-Za-z_]\w*[ \t]*\()")
 """The same between a function's type and its name (ICU's ``U_CAPI UFormatter* U_EXPORT2`` or ``U_CAPI void
-U_EXPORT2``, then ``ufmt_open(`` on the next line): a calling convention, which expands to an attribute or to
-nothing."""
+U_EXPORT2``, then ``ufmt_open(`` on the next line; not after a tag, ``struct NODE_T f(``): a calling
+convention, which expands to an attribute or to nothing."""
 _BEFORE_TYPE = re.compile(rb"(?<![\w.>:])([A-Za-z_]\w*)[ \t]+"
                           rb"(?=(?:void|char|short|int|long|float|double|signed|unsigned|bool|_Bool)\b)")
 """A name before a basic type (``__owur int f(``, ``ossl_noreturn void g(``): no type or declarator comes
@@ -212,11 +212,12 @@ def blank_macro_calls(data: bytes) -> bytes:
 
     for found in filter(code, _MACRO_LINE.finditer(data)):
         _blank_span(out, found.start(1), found.end(1))
-    for pattern in (_SPECIFIER_MACRO, _DECLARATOR_MACRO):  # a name after a tag is a type
-        for found in filter(code, pattern.finditer(data)):
-            if _TAG.search(data, data.rfind(b"\n", 0, found.start(1)) + 1, found.start(1)) is None:
-                _blank_span(out, found.start(1), found.end(1))
+    for found in filter(code, _SPECIFIER_MACRO.finditer(data)):
+        if _TAG.search(data, data.rfind(b"\n", 0, found.start()) + 1, found.start()) is None:  # a tag: a type
+            _blank_span(out, found.start(1), found.end(1))
     for found in filter(code, _CLASS_MACRO.finditer(data)):
+        _blank_span(out, found.start(1), found.end(1))
+    for found in filter(code, _DECLARATOR_MACRO.finditer(data)):
         _blank_span(out, found.start(1), found.end(1))
     for found in filter(code, _BEFORE_TYPE.finditer(data)):
         if found.group(1) not in _KEYWORDS:
