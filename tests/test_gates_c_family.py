@@ -35,6 +35,11 @@ def status(language: str, text: str, before: str | None = None) -> str:
      "  bool g() { return a.operator bool(); }\n};\n",
      "struct R {\n  int f(int n) { return *(this->operator+(n); }\n"
      "  bool g() { return a.operator bool(); }\n};\n"),
+    # a macro that expands to a string, after a string; a header name in a macro wrapping __has_include
+    ("cpp", "#if FMT_HAS_INCLUDE(<version>)\n#  include <version>\n#endif\nvoid f() {\n"
+     "  g(P(\"adir\" SEP_ \"b\"), P(\"c\" SEP_));  // it's\n  printf(\"%\" PRIu64 \"\\n\", x);\n}\n",
+     "#if FMT_HAS_INCLUDE(<version>)\n#  include <version>\n#endif\nvoid f() {\n"
+     "  g(P(\"adir\" SEP_ \"b\"), P(\"c\" SEP_);  // it's\n  printf(\"%\" PRIu64 \"\\n\", x);\n}\n"),
     # an operator called by name after a condition, with template arguments
     ("cpp", "struct C {\n  void f(bool v) {\n    if (t != 's') operator()<bool>(v);\n"
      "    else operator()(1);\n  }\n};\n",

@@ -225,6 +225,21 @@ a name."""
 _BARE_SWITCH = re.compile(rb"\bswitch\s*\(" + _NESTED + rb"*\)(?=\s*[^\s{])")
 """A ``switch`` whose body is one statement (``switch (0) default: f();``), valid C that tree-sitter-c and
 tree-sitter-cpp reject: read as the statement alone."""
+_STRING_MACRO = re.compile(rb"//[^\n]*|/\*(?:[^*]|\*(?!/))*\*/|'(?:[^'\\\n]|\\.)*'"
+                           rb"|\"(?:[^\"\\\n]|\\.)*\"(?:[ \t]+([A-Za-z_]\w+)(?=\s*[\"),;]))?")
+"""A macro that expands to a string literal after a string (``"adir" GTEST_PATH_SEP_ "b"``, ``"%" PRIu64
+")"``), which tree-sitter-cpp 0.23 does not parse (tree-sitter-c does); comments and literals are matched
+whole so that a quote inside one starts no string."""
+
+
+def _string_for_macro(found: re.Match[bytes]) -> bytes:
+    """The macro after a string read as a string of its length (``"_____________"``)."""
+    if found.group(1) is None:
+        return found.group()
+    start, end = found.start(1) - found.start(), found.end(1) - found.start()
+    return found.group()[:start] + b'"' + b"_" * (end - start - 2) + b'"' + found.group()[end:]
+
+
 _NEW_CONST = re.compile(rb"\bnew[ \t]+(const)\b")
 """``new const char('a')``, which tree-sitter-cpp 0.23 does not parse: read without the ``const``."""
 _TYPENAME_VALUE = re.compile(rb"(?:=|\breturn)[ \t]*(typename)[ \t]+\w")
@@ -314,6 +329,7 @@ GRAMMARS: dict[str, Grammar] = {
                 terminator=";", conditionals=True, block_end=b"} _;", fillers=_TEMPLATE_HEADS,
                 stand_ins=((_MEMBER_OPERATOR, b"_"), (_DEFAULTED_POINTER, b" "), (_DECLTYPE_LIST, b"_"),
                            (_TEMPLATE_MACRO, b"_"), (_BARE_SWITCH, b" "), (_NEW_CONST, b" "),
+                           (_STRING_MACRO, _string_for_macro),
                            (_TYPENAME_VALUE, b" ")),
                 line_strings=_C_STRINGS, statement_lines=True, misread=_CPP_MISREAD),
         Grammar(
@@ -321,7 +337,7 @@ GRAMMARS: dict[str, Grammar] = {
             keywords=MappingProxyType(dict.fromkeys(_RUBY_BLOCKS, "end")), fillers=(b" = _",),
             modifier_parents=frozenset({"if_modifier", "unless_modifier", "while_modifier", "until_modifier",
                                         "rescue_modifier", "conditional"}),
-            heredoc=re.compile(rb"<<[~-]?(['\"`]?)([A-Za-z_]\w*)\1"),
+            heredoc=re.compile(rb"<<[~-]?(['\"`]?)((?<=['\"`])[^'\"`\n]+|[A-Za-z_]\w*)\1"),
             delimited=re.compile(rb"(?<![\w)\]}])%[qQwWiIrsx]?([({\[<|!/^])"),
         ),
         Grammar("php", "tree_sitter_php", "language_php", (*_C_LIKE, "'"), followers=_FOLLOWERS,

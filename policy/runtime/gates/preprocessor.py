@@ -21,8 +21,9 @@ _CONTINUED_COMMENT = re.compile(rb"/\*(?:[^*]|\*(?!/))*\*/(?=[ \t]*\\\r?\n)")
 _NOT_NEWLINE = re.compile(rb"[^\r\n]")
 _FUNCTION_DEFINE = re.compile(rb"[ \t]*#[ \t]*define[ \t]+\w+\(")
 """A function-like macro's definition: its parameter list is grammar, its body a token list."""
-_HAS_INCLUDE = re.compile(rb"(?<=__has_include\()\s*<[^<>\n]*>")
-"""``__has_include(<version>)``'s header name, which tree-sitter reads as no expression: read as a name."""
+_HAS_INCLUDE = re.compile(rb"(?:(?<=__has_include\()|(?<=HAS_INCLUDE\())\s*<[^<>\n]*>")
+"""``__has_include(<version>)``'s header name (also in a macro wrapping it, fmt's
+``FMT_HAS_INCLUDE(<version>)``), which tree-sitter reads as no expression: read as a name."""
 _FALSE = re.compile(rb"\s*0\s*(?:/[/*].*)?$")
 _MACRO_NAME = rb"(?:_*[A-Z][A-Z0-9]*_[A-Za-z0-9_]*|_*[A-Z][A-Z0-9]+)"
 """An upper-case name, or one with an underscore starting upper-case (``DECLARE_PEM_rw``,
