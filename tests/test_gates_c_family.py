@@ -40,6 +40,14 @@ def status(language: str, text: str, before: str | None = None) -> str:
      "  g(P(\"adir\" SEP_ \"b\"), P(\"c\" SEP_));  // it's\n  printf(\"%\" PRIu64 \"\\n\", x);\n}\n",
      "#if FMT_HAS_INCLUDE(<version>)\n#  include <version>\n#endif\nvoid f() {\n"
      "  g(P(\"adir\" SEP_ \"b\"), P(\"c\" SEP_);  // it's\n  printf(\"%\" PRIu64 \"\\n\", x);\n}\n"),
+    # a calling convention after a type that ends in `enum`, before a function pointer's name
+    ("c", "GL_APICALL GLenum GL_APIENTRY glCheck (GLenum target);\n"
+     "typedef void (GL_APIENTRYP PFNGLPROC) (GLenum texture);\n",
+     "GL_APICALL GLenum GL_APIENTRY glCheck (GLenum target;\n"
+     "typedef void (GL_APIENTRYP PFNGLPROC) (GLenum texture);\nint x;\n"),
+    # a block comment inside a #define's body, more of the body after it
+    ("c", "#define F(r, p) \\\n    (g(r, 1 /* asn1 */, 0) && h(r, \"POST\", p))\nint x;\n",
+     "#define F(r, p) \\\n    (g(r, 1 /* asn1 */, 0) && h(r, \"POST\", p))\nint x(;\nint y;\n"),
     # an operator called by name after a condition, with template arguments
     ("cpp", "struct C {\n  void f(bool v) {\n    if (t != 's') operator()<bool>(v);\n"
      "    else operator()(1);\n  }\n};\n",

@@ -17,7 +17,8 @@ import re
 
 _DIRECTIVE_START = re.compile(rb"^[ \t]*#", re.MULTILINE)
 _DIRECTIVE = re.compile(rb"[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b(.*)")
-_CONTINUED_COMMENT = re.compile(rb"/\*(?:[^*]|\*(?!/))*\*/(?=[ \t]*\\\r?\n)")
+_CONTINUED_COMMENT = re.compile(rb"/\*(?:[^*]|\*(?!/))*\*/(?=[ \t]*\\\r?\n)"
+                                rb"|/\*(?:[^*\n]|\*(?!/))*\*/(?=[ \t]*[^\s\\])")
 _NOT_NEWLINE = re.compile(rb"[^\r\n]")
 _FUNCTION_DEFINE = re.compile(rb"[ \t]*#[ \t]*define[ \t]+\w+\(")
 """A function-like macro's definition: its parameter list is grammar, its body a token list."""
@@ -43,11 +44,14 @@ inline T f(``): an export or attribute macro, which expands to a specifier or to
 _CLASS_MACRO = re.compile(rb"\b(?:class|struct|union)[ \t]+(" + _ALL_CAPS + rb")[ \t]+"
                           rb"(?=[A-Za-z_]\w*\b\s*(?::(?!:)|\{|final\b))")
 """The same in a class head (``class GTEST_API_ Cardinality {``)."""
-_DECLARATOR_MACRO = re.compile(rb"(?:(?<=[*&])|(?<=\w[ \t])(?<!struct[ \t])(?<!union[ \t])(?<!enum[ \t])"
-                               rb"(?<!class[ \t]))[ \t]*(" + _ALL_CAPS + rb")(?=\s+[A-Za-z_]\w*[ \t]*\()")
-"""The same between a function's type and its name (ICU's ``U_CAPI UFormatter* U_EXPORT2`` or ``U_CAPI void
-U_EXPORT2``, then ``ufmt_open(`` on the next line; not after a tag, ``struct NODE_T f(``): a calling
-convention, which expands to an attribute or to nothing."""
+_DECLARATOR_MACRO = re.compile(
+    rb"(?:(?<=[*&])|(?<=\w[ \t])(?<!\bstruct[ \t])(?<!\bunion[ \t])(?<!\benum[ \t])(?<!\bclass[ \t]))"
+    rb"[ \t]*(" + _ALL_CAPS + rb")(?=\s+[A-Za-z_]\w*[ \t]*\()"
+    rb"|(?<=\()[ \t]*(" + _ALL_CAPS + rb")(?=[ \t]+[A-Za-z_]\w*[ \t]*\)[ \t]*\()")
+"""The same between a function's type and its name (ICU's ``U_CAPI UFormatter* U_EXPORT2`` or ``U_CAPI
+void U_EXPORT2``, then ``ufmt_open(`` on the next line; not after a tag, ``struct NODE_T f(``), or before
+a function pointer's name (``typedef void (GL_APIENTRYP PFNGLPROC) (GLenum t);``): a calling convention,
+which expands to an attribute, a ``*`` or nothing."""
 _BEFORE_TYPE = re.compile(rb"(?<![\w.>:])([A-Za-z_]\w*)[ \t]+"
                           rb"(?=(?:void|char|short|int|long|float|double|signed|unsigned|bool|_Bool)\b)")
 """A name before a basic type (``__owur int f(``, ``ossl_noreturn void g(``): no type or declarator comes
@@ -176,7 +180,9 @@ def directives_only(data: bytes) -> bytes:
 
 def blank_continued_comments(data: bytes) -> bytes:
     """``data`` with each block comment that a line continuation follows blanked (``x += 1; /* carry */ \\``
-    in a ``#define``): tree-sitter-c ends the directive there, though a comment is only a space."""
+    in a ``#define``), and each one on one line that more code follows on it (``#define F(r) (g(r, 1 /* asn1
+    */, 0) && h(r, "P"))``): tree-sitter-c ends the directive there, or misreads the rest of its body, though
+    a comment is only a space."""
     return _CONTINUED_COMMENT.sub(lambda found: _NOT_NEWLINE.sub(b" ", found.group()), data)
 
 
@@ -219,7 +225,8 @@ def blank_macro_calls(data: bytes) -> bytes:
     for found in filter(code, _CLASS_MACRO.finditer(data)):
         _blank_span(out, found.start(1), found.end(1))
     for found in filter(code, _DECLARATOR_MACRO.finditer(data)):
-        _blank_span(out, found.start(1), found.end(1))
+        group = 1 if found.group(1) else 2
+        _blank_span(out, found.start(group), found.end(group))
     for found in filter(code, _BEFORE_TYPE.finditer(data)):
         if found.group(1) not in _KEYWORDS:
             _blank_span(out, found.start(1), found.end(1))
