@@ -146,6 +146,14 @@ def test_cpp_in_a_c_header_is_a_branch_a_c_compiler_skips() -> None:
     assert status("c", CPP_IN_A_C_HEADER.replace("int piece(void)", "int piece(void")) == "invalid"  # kept
 
 
+def test_a_namespace_with_a_visibility_macro_is_cpp_in_a_c_header() -> None:
+    # libstdc++'s `namespace std _GLIBCXX_VISIBILITY(default)`, its `{` on the next line
+    header = ("#if __cplusplus >= 201402L\nnamespace std _GLIBCXX_VISIBILITY(default)\n{\n"
+              "inline int f(int a) { return a; }\n}\n#endif\nint after(void);\n")
+    assert status("c", header) == "valid"
+    assert status("c", header.replace("int after(void)", "int after(void")) == "invalid"
+
+
 def test_a_statement_line_ends_with_its_semicolon() -> None:
     # a deleted `)` before the `;`: no append closes what the `;` ended, though the grammar reads on
     text = "struct s {\n\tint tag[];\n} __attribute__((packed);\n\n#endif\n"

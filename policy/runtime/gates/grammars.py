@@ -245,9 +245,11 @@ _NEW_CONST = re.compile(rb"\bnew[ \t]+(const)\b")
 _TYPENAME_VALUE = re.compile(rb"(?:=|\breturn)[ \t]*(typename)[ \t]+\w")
 """``x = typename T::iterator();``, a value of a dependent type, which tree-sitter-cpp 0.23 does not parse:
 read without the ``typename``."""
-_CPP_LINE = re.compile(rb"[ \t]*(?:namespace(?:[ \t]+\w+)?[ \t]*\{|template[ \t]*<|using[ \t]+namespace\b"
+_CPP_LINE = re.compile(rb"[ \t]*(?:namespace(?:[ \t]+\w+)?(?:[ \t]+\w+\([^()\n]*\))?[ \t]*(?:\{|\r?\n)"
+                       rb"|template[ \t]*<|using[ \t]+namespace\b"
                        rb"|extern[ \t]+\"C\+\+\"|class[ \t]+\w+(?:[ \t]+\w+)?[ \t]*(?:final[ \t]*)?[:{])")
-"""A line only C++ has: a namespace, a template, a class."""
+"""A line only C++ has: a namespace (libstdc++'s ``namespace std _GLIBCXX_VISIBILITY(default)``, its ``{`` on
+the next line), a template, a class."""
 _C_STRINGS = re.compile(
     rb"/\*.*?(?:\*/|\Z)|//[^\n]*|(?<!\w)(?:u8|[uUL])?R\"([^()\\ \t\n]{0,16})\(.*?(?:\)\1\"|\Z)"
     rb"|'(?:[^'\\\n]|\\.){1,8}'|\"(?:[^\"\\\n]|\\.)*[\"\n]", re.DOTALL)
