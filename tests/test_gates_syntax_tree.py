@@ -258,6 +258,8 @@ def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str
      "<p>Default: <code>'> '</code> or <code>a >= 0</code>, <code><%= data.a %></code></p\n<p>x</p>\n"),
     ("html", "<p>Use <tt>zpipe < foo.txt > foo.txt.z</tt>, prompt <code>'> '</code>.</p>\n",  # `< `
      "<p>Use <tt>zpipe < foo.txt > foo.txt.z</tt>, prompt <code>'> '</code>.</p\n<p>x</p>\n"),
+    ("rust", "struct _Test\nwhere\n    Error: Send + Sync;\nfn f() {}\n",  # a unit struct's where clause
+     "struct _Test\nwhere\n    Error: Send + Sync;\nfn f( {}\nfn g() {}\n"),
     ("rust", "#[cfg(any())]\nimpl !Trait {}\nimpl !! {}\nfn f() {}\n",                  # negative impls
      "#[cfg(any())]\nimpl !Trait {}\nimpl !! {}\nfn f( {}\nfn g() {}\n"),
     ("rust", "fn f() -> io::Result<()> {\n    let x = try!(g());\n    Ok(())\n}\n",        # 2015's `try!`

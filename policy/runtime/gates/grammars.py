@@ -277,6 +277,17 @@ _RUST_TRY = re.compile(rb"(?<![\w$])(try)!")
 _NEGATIVE_IMPL = re.compile(rb"\bimpl[ \t]+(!)(?=!|[A-Za-z_][\w:]*[ \t]*\{)")
 """``impl !Trait {}``, ``impl !! {}``: a negative impl with no type (rustc parses it under ``#[cfg]``),
 which tree-sitter-rust 0.24 does not know: read without its ``!``."""
+_UNIT_STRUCT_WHERE = re.compile(rb"\bstruct[ \t]+\w+\s*(where\b[^;{}()]*);")
+"""A unit struct with a where clause (``struct _Test where Error: Send;``), which tree-sitter-rust 0.24 does
+not know: the clause read as blanks (its line breaks kept)."""
+
+
+def _blank_clause(found: re.Match[bytes]) -> bytes:
+    start, end = found.start(1) - found.start(), found.end(1) - found.start()
+    text = found.group()
+    return text[:start] + re.sub(rb"[^\n]", b" ", text[start:end]) + text[end:]
+
+
 _RUST_FOLLOWERS = MappingProxyType({
     "$": (frozenset({"*", "+", "?"}), "*"),
     **dict.fromkeys(("if", "while", "match"), (frozenset({"{"}), " {}")),
@@ -320,7 +331,7 @@ GRAMMARS: dict[str, Grammar] = {
         Grammar("go", "tree_sitter_go", "language", (*_C_LIKE, "`")),
         Grammar("rust", "tree_sitter_rust", "language", _C_LIKE, terminator=";", fillers=_RUST_ATTRIBUTED,
                 arms=(_RUST_ARMS, b" => {}"), followers=_RUST_FOLLOWERS,
-                stand_ins=((_RUST_TRY, b"_"), (_NEGATIVE_IMPL, b" ")),
+                stand_ins=((_RUST_TRY, b"_"), (_NEGATIVE_IMPL, b" "), (_UNIT_STRUCT_WHERE, _blank_clause)),
                 raw_string=re.compile(rb'(?<!\w)[bc]?r(#+)"')),
         Grammar("java", "tree_sitter_java", "language", (BLOCK_COMMENT_END, '"""', '"'), followers=_FOLLOWERS,
                 terminator=";"),
