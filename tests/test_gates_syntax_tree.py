@@ -168,7 +168,6 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     ("rust", "macro_rules! m {\n    ($($x:expr),*) => {\n        $(\n            f($x);\n"),  # `)*}}`
     ("rust", "fn f() {\n    match t.next() {\n        Some(T::Token(\n            Token {\n"
              "                kind: K::Eq,\n"),                                          # `})) => {}}}`
-    ("rust", "fn f() {\n    while (\n        a &&\n"),                         # `_) {}}`: the block
     ("rust", "fn f() {\n    if let Some(x) = y.map(|z| {\n        z + 1\n"),     # `}) {}}`
     ("rust", "fn f() {\n    if match x {\n        A => {\n            g(\n"),   # `)}} {}}`
     ("ruby", "module M\n  class_eval %{\n    def do_parse\n      #{r}(x)\n"),          # `}`, then `end`

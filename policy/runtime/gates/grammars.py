@@ -290,10 +290,11 @@ def _blank_clause(found: re.Match[bytes]) -> bytes:
 
 _RUST_FOLLOWERS = MappingProxyType({
     "$": (frozenset({"*", "+", "?"}), "*"),
-    **dict.fromkeys(("if", "while", "match"), (frozenset({"{"}), " {}")),
+    **dict.fromkeys(("if", "match"), (frozenset({"{"}), " {}")),
 })
-"""A macro's repetition ``$( … ),*``, whose ``)`` waits for the operator; a condition or a scrutinee cut
-before its block (``while (`` then ``a &&`` closes as `` _) {}}``)."""
+"""A macro's repetition ``$( … ),*``, whose ``)`` waits for the operator; an ``if`` condition or a ``match``
+scrutinee cut before its block (``if match x {`` … closes as ``} {}``).  Not ``while``: ``while a < b.len( {``
+(a deleted ``)``) would then close as ``}) {}``, a block argument, and pass."""
 _RUST_ARMS = re.compile(rb"(?:\bmacro_rules![ \t]*[A-Za-z_]\w*\s*|\bmatch\b[^;{}]*)\Z")
 """The head of a ``macro_rules!`` or ``match`` block, whose arms are ``matcher => body``."""
 _RUST_ATTRIBUTED = (b" _ => {}", b" fn _f() {}", b" _f: ()", b" _f")
