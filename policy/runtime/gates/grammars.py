@@ -295,8 +295,9 @@ _RUST_FOLLOWERS = MappingProxyType({
 """A macro's repetition ``$( … ),*``, whose ``)`` waits for the operator; an ``if`` condition or a ``match``
 scrutinee cut before its block (``if match x {`` … closes as ``} {}``).  Not ``while``: ``while a < b.len( {``
 (a deleted ``)``) would then close as ``}) {}``, a block argument, and pass."""
-_RUST_ARMS = re.compile(rb"(?:\bmacro_rules![ \t]*[A-Za-z_]\w*\s*|\bmatch\b[^;{}]*)\Z")
-"""The head of a ``macro_rules!`` or ``match`` block, whose arms are ``matcher => body``."""
+_RUST_ARMS = re.compile(rb"(?:\bmacro_rules![ \t]*[A-Za-z_]\w*\s*|\bmatch\b[^;{}\n]*)\Z")
+"""The head of a ``macro_rules!`` or ``match`` block, whose arms are ``matcher => body`` (a ``match`` on the
+block's line: one in a comment above a function's ``{`` is no head)."""
 _RUST_ATTRIBUTED = (b" _ => {}", b" fn _f() {}", b" _f: ()", b" _f")
 """What an attribute at the end (``#[cfg(x)]``) may wait for: a match arm, an item, a field, a variant."""
 _SHELL_CONDITIONS = MappingProxyType({
