@@ -27,7 +27,7 @@ from policy.model.decision import ALLOW, Action, Decision, RuleRef, most_severe
 from policy.model.events import ToolCall, ToolResult
 from policy.model.fingerprint import fingerprint
 from policy.model.hint_template import HintTemplate
-from policy.model.variables import MADE_ON_READ, HintVariables, call_summary, plain_variables
+from policy.model.variables import MADE_ON_READ, HintVariables, call_summary, common_variables
 from policy.runtime.loops.finding import Finding
 from policy.runtime.loops.keys import CallKeys
 from policy.runtime.loops.layer import ErrorKey, Layer, Observed
@@ -137,7 +137,13 @@ class LoopDetector:
             if program is not None:
                 self._programs[rule.name] = (template, program)
         if program is not None:
-            text = program(plain_variables(self.policy.name, rule, action, call, values, summary))
+            # ``HintVariables`` with ``call`` set to ``summary``, as one plain dict: the same value
+            # for every name the program reads (a name it lacks fails the program, and
+            # ``render_checked`` renders below).
+            variables = common_variables(self.policy.name, rule, action, call)
+            variables.update(values)
+            variables["call"] = summary
+            text = program(variables)
             if text is not None:
                 return text.strip("\n"), None
         variables = HintVariables(self.policy.name, rule, action, call, values)
