@@ -51,6 +51,9 @@ class LoopDetector:
         self._result_steps = tuple(
             (index, layer.on_result) for index, layer in layers if layer.takes_results()
         )
+        self.stored_rules = {layer.rule.ref.name: layer.rule.ref.to_state() for _, layer in layers}
+        """Rule name -> the rule as a store keeps it (``RuleRef.to_state``): a decision of this
+        detector's, kept in a scope's state, names its rule with it (read back, never changed)."""
         self._templates: dict[str, HintTemplate | None] = {
             layer.rule.ref.name: layer.rule.hint for _, layer in layers}
         """Rule name -> its template (a finding's ``hint`` is its rule's)."""
