@@ -32,8 +32,9 @@ as the tool's process would evict the core's caches; ``--warm-caches`` skips tha
 each scope entered with ``before_agent`` and left with ``after_agent``.
 
 Logging.  By default as DeerFlow's gateway sets it up (``production_logging``):
-the root logger at INFO with one formatting stream handler, so DeerFlow's
-warn and stop paths each make one WARNING/ERROR record and policyctl's INFO
+the root logger at INFO with one formatting stream handler, and the ``deerflow``
+logger at INFO, so DeerFlow's warn and stop paths each make one WARNING/ERROR
+record (through its module's logger, below ``deerflow``) and policyctl's INFO
 records are made too (its loggers have no level of their own).  Both sides
 pay for formatting their records; the handler writes to the null device, so
 no side pays for a terminal or a disk.  ``--no-logging`` switches logging off
