@@ -47,7 +47,27 @@ def _parse_seconds(language: str, data: bytes) -> float:
 
 @pytest.mark.parametrize("language", SYNTAX_TREE_LANGUAGES)
 def test_the_partial_check_of_hostile_text_is_linear(language: str) -> None:
-    text = hostile(language)
+    _check_in_bound(language, hostile(language))
+
+
+PREPROCESSOR_SHAPES = {
+    # each took 3 to 36 s before the preprocessor's scans were made linear; each ends in an open bracket
+    "macro names split many ways": ("GMOCK_" * 5 + "(bool, false);\n") * 10 + "int x = (",  # a regex's 2^n
+    "a macro's name, then blanks": "A_" + " " * 20_000 + "(",  # two runs of blanks side by side: n^2
+    "export macros on one line": 'const char *s = "' + "A_ b( " * 16_000 + '";\nint x = (',  # each looked
+    # back to the line's start
+    "macro calls blanked one after another": "int\n" + "AB(x)\n" * 10_000,  # each walked back over all
+}
+
+
+@pytest.mark.parametrize("language", ["c", "cpp"])
+@pytest.mark.parametrize("shape", PREPROCESSOR_SHAPES)
+def test_the_preprocessor_reads_hostile_text_in_linear_time(language: str, shape: str) -> None:
+    _check_in_bound(language, PREPROCESSOR_SHAPES[shape])
+
+
+def _check_in_bound(language: str, text: str) -> None:
+    check_syntax_tree(language, "x = (", partial=True)  # the grammar's queries are built once, not timed
     data = text.encode()
     bound = PARSES * _parse_seconds(language, data) + SECONDS_PER_100_KB * len(data) / 100_000
     start = time.perf_counter()
