@@ -161,35 +161,73 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> 
 
 
 def _error_out_of_reach(tree: Any, limit: int) -> bool:
-    """Whether the completed tree holds an ``ERROR`` that ends before ``limit`` with valid text after it:
-    inside a construct parsed without error around it, followed by more of it (not a comment) that starts
-    before ``limit``; or at the top level, followed by a whole top-level node without error that ends
-    before ``limit``.  With every bracket closed, no other ending of the text reaches back there (the other
-    completions differ only after the text; they need not be parsed)."""
-    stack: list[Any] = []
+    """Whether the completed tree holds an error that ends before ``limit`` with valid text after it: an
+    ``ERROR`` inside a construct parsed without error around it, followed by more of it (not a comment)
+    that starts before ``limit``, or at the top level, followed by a whole top-level node without error
+    that ends before ``limit``; or a ``MISSING`` node between valid neighbours (``_missing_between_valid``).
+    With every bracket closed, no other ending of the text reaches back there (the other completions differ
+    only after the text; they need not be parsed)."""
+    stack: list[tuple[Any, bool]] = []
     followed = False
-    for child in reversed(tree.root_node.children):
+    top = tree.root_node.children
+    for index in range(len(top) - 1, -1, -1):
+        child = top[index]
         if child.is_error:
             if followed and child.end_byte < limit:
                 return True
         elif child.has_error:
-            stack.append(child)
+            stack.append((child, _starts_valid(_next_code(top, index), limit)))
         elif child.is_named and not child.is_extra and child.end_byte < limit:
             followed = True
     while stack:
-        node = stack.pop()
+        node, valid_after = stack.pop()
         if node.start_byte >= limit:
             continue
         code_after = False
-        for child in reversed(node.children):
+        children = node.children
+        for index in range(len(children) - 1, -1, -1):
+            child = children[index]
             if child.is_error:
                 if code_after and child.end_byte < limit:
                     return True
+            elif child.is_missing:
+                if _missing_between_valid(children, index, valid_after, limit):
+                    return True
             elif child.has_error:
-                stack.append(child)
+                following = _next_code(children, index)
+                stack.append((child, valid_after if following is None else _starts_valid(following, limit)))
             if not child.is_extra and child.start_byte < limit:
                 code_after = True
     return False
+
+
+def _missing_between_valid(children: list[Any], index: int, valid_after: bool, limit: int) -> bool:
+    """Whether the ``MISSING`` node ``children[index]`` ends before ``limit`` with a node parsed without error
+    just before it and one just after it (its next sibling's first leaf-ward node, or, when it is the last
+    child, what follows its parent: ``valid_after``), the latter ending before ``limit`` too: the parser took
+    up the text again after the token it had to invent (Java's ``x = "a`` lines: each string runs to the
+    next line's quote, then a ``;`` is missing before the next line's rest)."""
+    before = children[index - 1] if index else None
+    following = _next_code(children, index)
+    after = valid_after if following is None else _starts_valid(following, limit)
+    return (children[index].end_byte < limit and before is not None and not before.has_error
+            and not before.is_extra and after)
+
+
+def _next_code(children: list[Any], index: int) -> Any:
+    """The first sibling after ``children[index]`` that is not a comment, or None."""
+    for following in children[index + 1 :]:
+        if not following.is_extra:
+            return following
+    return None
+
+
+def _starts_valid(node: Any, limit: int) -> bool:
+    """Whether ``node`` (None: nothing) begins with a node parsed without error that ends before ``limit``:
+    itself, or down its first children through nodes that are not errors themselves."""
+    while node is not None and node.has_error and not (node.is_error or node.is_missing):
+        node = _next_code(node.children, -1)
+    return node is not None and not node.has_error and not node.is_extra and node.end_byte < limit
 
 
 def _unreachable_before(grammar: Grammar, data: bytes) -> int:
