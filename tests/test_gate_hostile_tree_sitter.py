@@ -17,6 +17,7 @@ import time
 import pytest
 
 from policy.model.validators import SYNTAX_TREE_LANGUAGES
+from policy.runtime.gates import syntax_tree
 from policy.runtime.gates.grammars import parser
 from policy.runtime.gates.syntax_tree import check_syntax_tree
 
@@ -75,3 +76,33 @@ def _check_in_bound(language: str, text: str) -> None:
     elapsed = time.perf_counter() - start
     assert verdict.status in ("incomplete", "invalid")  # the text has an error: no valid-path shortcut
     assert elapsed <= bound, f"{language}: {elapsed:.2f} s for {len(data) // 1000} KB (bound {bound:.2f} s)"
+
+
+BROKEN_EARLY = {
+    # a text that is one error from its first lines on: its start alone decides (``_broken_start``)
+    "rust": 'x = "a\n' * 2_000,
+    "css": "a { b: 'c\n" * 2_000,
+    "html": "<p class='a\n" * 2_000,
+    "java": 'x = "a\n' * 2_000,
+    # under 8 KB: decided by the first completion's MISSING ``;`` between valid neighbours
+    "java, 7 KB": 'x = "a\n' * 1_000,
+}
+
+
+@pytest.mark.parametrize("case", BROKEN_EARLY)
+def test_a_text_broken_early_is_decided_in_few_parses(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    language = case.split(",")[0]
+    real = parser(language)
+    parsed: list[int] = []
+
+    class Counting:
+        language = real.language
+
+        def parse(self, data: bytes) -> object:
+            parsed.append(len(data))
+            return real.parse(data)
+
+    monkeypatch.setattr(syntax_tree, "parser", lambda name: Counting())
+    text = BROKEN_EARLY[case]
+    assert check_syntax_tree(language, text, partial=True).status == "invalid"
+    assert sum(parsed) <= 2 * len(text.encode()), f"{len(parsed)} parses of {parsed}"

@@ -19,9 +19,14 @@ parse.  Otherwise the gate blocks only what the write breaks:
 - the completions are tried in order, the likeliest first (every bracket
   closed, nothing else); a tail only when the text may end inside what it
   closes (its opener occurs with no closer after it); and when the first
-  completion leaves an ``ERROR`` between valid neighbours before the last
-  line (and before any string or comment the text may end in), no other
-  ending reaches back there: the text is broken, no more parses;
+  completion leaves an ``ERROR`` or a ``MISSING`` token between valid
+  neighbours before the last line (and before any string or comment the
+  text may end in), no other ending reaches back there: the text is
+  broken, no more parses;
+- a text of 8 KB or more whose first error lies in its first 1/32 is
+  first checked up to the end of that share's line: a start that no
+  ending completes cannot be completed by the rest of the text either, so
+  the text is broken, decided by parses of that start only;
 - an error the file already had before the write (same line, the edit's
   shift applied) is not the write's doing.
 
@@ -142,6 +147,17 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> 
     if not partial:
         # a tree can flag an error that no ERROR or MISSING node holds: nothing to point at, no block
         return ("invalid", conditions + errors) if conditions or errors else (complete, [])
+    standing = _broken_start(tree_parser, grammar, data, errors)
+    if standing is None:
+        standing = _completion_errors(tree_parser, grammar, data, tree)
+    if standing is None:
+        return ("invalid", conditions) if conditions else ("incomplete", [])
+    return "invalid", conditions + standing
+
+
+def _completion_errors(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any) -> list[Site] | None:
+    """The standing errors of the likeliest completion of ``data`` (parsed as ``tree``) when no completion
+    leaves none; None when one does (``data`` is a cut-off prefix)."""
     first: list[Site] | None = None
     tried = set()
     for suffix, closed, plain in _completions(tree_parser, grammar, data, tree):
@@ -151,13 +167,38 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> 
         completed = tree_parser.parse(data + suffix) if suffix else tree
         standing = _standing(data, completed, closed, grammar) or _unclosed_calls(grammar, data, completed)
         if not standing:
-            return ("invalid", conditions) if conditions else ("incomplete", [])
+            return None
         if plain:  # its errors are the ones reported
             first = standing
             if _error_out_of_reach(completed, _unreachable_before(grammar, data)):
                 break
     assert first is not None
-    return "invalid", conditions + first
+    return first
+
+
+_BROKEN_START_MIN = 8192
+"""The smallest text whose start is checked on its own first (``_broken_start``): a smaller one is cheap."""
+_BROKEN_START_SHARE = 32
+"""The start checked on its own is at most this share of the text (plus the rest of a line)."""
+
+
+def _broken_start(tree_parser: Any, grammar: Grammar, data: bytes, errors: list[Site]) -> list[Site] | None:
+    """When the text's first error lies in its first ``1/_BROKEN_START_SHARE``: the standing errors of the
+    text up to the end of the line that share ends on, when that start alone is no cut-off prefix (no ending
+    of it parses); None otherwise.  What cannot be continued into valid text cannot be by the rest of the
+    text either, so the text is broken; and the completions are parsed on that start only, not on the whole
+    text (a text that is one error from its start, such as lines of open strings, has no other early
+    decision).  Undecided, it costs at most a few parses of that share."""
+    if len(data) < _BROKEN_START_MIN or not errors:
+        return None
+    share = len(data) // _BROKEN_START_SHARE
+    if min(site.start for site in errors) >= share:
+        return None
+    cut = data.find(b"\n", share) + 1
+    if cut <= 0 or cut > 2 * share or data[max(0, cut - 3) : cut].rstrip(b"\r\n").endswith(b"\\"):
+        return None  # no line end near, or the line goes on after a backslash (a C directive)
+    start = data[:cut]
+    return _completion_errors(tree_parser, grammar, start, tree_parser.parse(start))
 
 
 def _error_out_of_reach(tree: Any, limit: int) -> bool:
