@@ -524,6 +524,7 @@ def open_at_end(tree: Any, grammar: Grammar, angles: bool = False) -> list[tuple
     sibling (a node's ``parent`` and ``prev_sibling`` each scan from the root)."""
     opened = _Opened()
     tracked = _tracked(grammar.name) | (_ANGLES if angles else frozenset())
+    skip_valid = not angles and grammar.name not in _UNBALANCED_VALID
     root = tree.root_node
     stack: list[tuple[Any, list[Any], int]] = [(None, [root], 0)]
     while stack:
@@ -532,6 +533,8 @@ def open_at_end(tree: Any, grammar: Grammar, angles: bool = False) -> list[tuple
             node = children[index]
             index += 1
             if node.child_count:
+                if skip_valid and not node.has_error and node.type not in _OPENING_TAGS:
+                    continue  # parsed without error: every bracket it opens it closes
                 stack.append((parent, children, index))
                 parent, children, index = node, node.children, 0
             elif node.type in tracked and not node.is_missing and not (
@@ -541,6 +544,13 @@ def open_at_end(tree: Any, grammar: Grammar, angles: bool = False) -> list[tuple
 
 
 _ANGLES = frozenset({"<", *_ANGLES_CLOSED})
+_UNBALANCED_VALID = frozenset({"html", "ruby", "shell"})
+"""Grammars whose nodes parsed without error may leave a tracked token open, so that ``open_at_end`` walks
+them too: HTML's elements whose end tag may be left out (``<p>``, ``<li>``), and the keyword blocks of Ruby
+and shell, where a keyword opens a block only outside a modifier (``x = 1 if y``).  In the other grammars a
+node without error closes every bracket it opens, and the walk skips it (not an opening tag, which opens
+its element; not when angle brackets are tracked, since any ``>`` leaf may close one): it visits only the
+nodes on the way to the errors (100 KB of code ending in open brackets: 12,000 leaves fewer)."""
 
 
 @functools.cache
