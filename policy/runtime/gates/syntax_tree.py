@@ -256,10 +256,11 @@ def _missing_between_valid(children: list[Any], index: int, valid_after: bool, l
 
 
 def _next_code(children: list[Any], index: int) -> Any:
-    """The first sibling after ``children[index]`` that is not a comment, or None."""
-    for following in children[index + 1 :]:
-        if not following.is_extra:
-            return following
+    """The first sibling after ``children[index]`` that is not a comment, or None (read in place: a slice per
+    call would copy the rest of a long list of children each time)."""
+    for position in range(index + 1, len(children)):
+        if not children[position].is_extra:
+            return children[position]
     return None
 
 
