@@ -24,9 +24,11 @@ parse.  Otherwise the gate blocks only what the write breaks:
   text may end in), no other ending reaches back there: the text is
   broken, no more parses;
 - a text of 8 KB or more whose first error lies in its first 1/32 is
-  first checked up to the end of that share's line: a start that no
-  ending completes cannot be completed by the rest of the text either, so
-  the text is broken, decided by parses of that start only;
+  first checked up to the end of that share's line, as if that start had
+  been written alone: a start the gate would block is taken to break the
+  text too, decided by parses of that start only (so this rule blocks a
+  valid text only where the gate would block a valid prefix of it cut at a
+  line end, what the corpus test counts);
 - an error the file already had before the write (same line, the edit's
   shift applied) is not the write's doing.
 
@@ -185,10 +187,11 @@ _BROKEN_START_SHARE = 32
 def _broken_start(tree_parser: Any, grammar: Grammar, data: bytes, errors: list[Site]) -> list[Site] | None:
     """When the text's first error lies in its first ``1/_BROKEN_START_SHARE``: the standing errors of the
     text up to the end of the line that share ends on, when that start alone is no cut-off prefix (no ending
-    of it parses); None otherwise.  What cannot be continued into valid text cannot be by the rest of the
-    text either, so the text is broken; and the completions are parsed on that start only, not on the whole
+    of it parses); None otherwise.  The start is judged as if it had been written alone, and a start the gate
+    would block is taken to break the text; the completions are parsed on that start only, not on the whole
     text (a text that is one error from its start, such as lines of open strings, has no other early
-    decision).  Undecided, it costs at most a few parses of that share."""
+    decision).  This is no proof that no continuation exists: it adds a false block only where the gate
+    already blocks a valid prefix cut at a line end.  Undecided, it costs at most a few parses of that share."""
     if len(data) < _BROKEN_START_MIN or not errors:
         return None
     share = len(data) // _BROKEN_START_SHARE
