@@ -192,7 +192,8 @@ def _broken_start(tree_parser: Any, grammar: Grammar, data: bytes, errors: list[
     would block is taken to break the text; the completions are parsed on that start only, not on the whole
     text (a text that is one error from its start, such as lines of open strings, has no other early
     decision).  This is no proof that no continuation exists: it adds a false block only where the gate
-    already blocks a valid prefix cut at a line end.  Undecided, it costs at most a few parses of that share."""
+    already blocks a valid prefix cut at a line end.  Undecided, it costs at most a few parses of that
+    share."""
     if len(data) < _BROKEN_START_MIN or not errors:
         return None
     share = len(data) // _BROKEN_START_SHARE
