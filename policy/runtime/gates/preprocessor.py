@@ -17,12 +17,14 @@ import re
 
 _DIRECTIVE_START = re.compile(rb"^[ \t]*#", re.MULTILINE)
 _DIRECTIVE = re.compile(rb"[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b(.*)")
-_CONTINUED_COMMENT = re.compile(rb"/\*(?:[^*]|\*(?!/))*\*/(?=[ \t]*\\\r?\n)")
+_CONTINUED_COMMENT = re.compile(rb"/\*(?:[^*]|\*(?!/))*\*/(?=[ \t]*\\\r?\n)"
+                                rb"|/\*(?:[^*\n]|\*(?!/))*\*/(?=[ \t]*[^\s\\])")
 _NOT_NEWLINE = re.compile(rb"[^\r\n]")
 _FUNCTION_DEFINE = re.compile(rb"[ \t]*#[ \t]*define[ \t]+\w+\(")
 """A function-like macro's definition: its parameter list is grammar, its body a token list."""
-_HAS_INCLUDE = re.compile(rb"(?<=__has_include\()\s*<[^<>\n]*>")
-"""``__has_include(<version>)``'s header name, which tree-sitter reads as no expression: read as a name."""
+_HAS_INCLUDE = re.compile(rb"(?:(?<=__has_include\()|(?<=HAS_INCLUDE\())\s*<[^<>\n]*>")
+"""``__has_include(<version>)``'s header name (also in a macro wrapping it, fmt's
+``FMT_HAS_INCLUDE(<version>)``), which tree-sitter reads as no expression: read as a name."""
 _FALSE = re.compile(rb"\s*0\s*(?:/[/*].*)?$")
 _MACRO_NAME = rb"(?:_*[A-Z][A-Z0-9]*_[A-Za-z0-9_]*|_*[A-Z][A-Z0-9]+)"
 """An upper-case name, or one with an underscore starting upper-case (``DECLARE_PEM_rw``,
@@ -45,6 +47,14 @@ inline T f(``): an export or attribute macro, which expands to a specifier or to
 _CLASS_MACRO = re.compile(rb"\b(?:class|struct|union)[ \t]+(" + _ALL_CAPS + rb")[ \t]+"
                           rb"(?=[A-Za-z_]\w*\b\s*(?::(?!:)|\{|final\b))")
 """The same in a class head (``class GTEST_API_ Cardinality {``)."""
+_DECLARATOR_MACRO = re.compile(
+    rb"(?:(?<=[*&])|(?<=\w[ \t])(?<!\bstruct[ \t])(?<!\bunion[ \t])(?<!\benum[ \t])(?<!\bclass[ \t]))"
+    rb"[ \t]*(" + _ALL_CAPS + rb")(?=\s+[A-Za-z_]\w*[ \t]*\()"
+    rb"|(?<=\()[ \t]*(" + _ALL_CAPS + rb")(?=[ \t]+[A-Za-z_]\w*[ \t]*\)[ \t]*\()")
+"""The same between a function's type and its name (ICU's ``U_CAPI UFormatter* U_EXPORT2`` or ``U_CAPI
+void U_EXPORT2``, then ``ufmt_open(`` on the next line; not after a tag, ``struct NODE_T f(``), or before
+a function pointer's name (``typedef void (GL_APIENTRYP PFNGLPROC) (GLenum t);``): a calling convention,
+which expands to an attribute, a ``*`` or nothing."""
 _BEFORE_TYPE = re.compile(rb"(?<![\w.>:])([A-Za-z_]\w*)[ \t]+"
                           rb"(?=(?:void|char|short|int|long|float|double|signed|unsigned|bool|_Bool)\b)")
 """A name before a basic type (``__owur int f(``, ``ossl_noreturn void g(``): no type or declarator comes
@@ -173,7 +183,9 @@ def directives_only(data: bytes) -> bytes:
 
 def blank_continued_comments(data: bytes) -> bytes:
     """``data`` with each block comment that a line continuation follows blanked (``x += 1; /* carry */ \\``
-    in a ``#define``): tree-sitter-c ends the directive there, though a comment is only a space."""
+    in a ``#define``), and each one on one line that more code follows on it (``#define F(r) (g(r, 1 /* asn1
+    */, 0) && h(r, "P"))``): tree-sitter-c ends the directive there, or misreads the rest of its body, though
+    a comment is only a space."""
     return _CONTINUED_COMMENT.sub(lambda found: _NOT_NEWLINE.sub(b" ", found.group()), data)
 
 
@@ -215,6 +227,9 @@ def blank_macro_calls(data: bytes) -> bytes:
             _blank_span(out, found.start(1), found.end(1))
     for found in filter(code, _CLASS_MACRO.finditer(data)):
         _blank_span(out, found.start(1), found.end(1))
+    for found in filter(code, _DECLARATOR_MACRO.finditer(data)):
+        group = 1 if found.group(1) else 2
+        _blank_span(out, found.start(group), found.end(group))
     for found in filter(code, _BEFORE_TYPE.finditer(data)):
         if found.group(1) not in _KEYWORDS:
             _blank_span(out, found.start(1), found.end(1))

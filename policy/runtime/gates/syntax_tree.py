@@ -82,7 +82,8 @@ FILLERS = (b" _", b" _;", b" : _", b" {}")
 _OPERAND_EXPECTED = frozenset(b"([{,=+-*/%&|^!<>?:")
 """The last byte of a text cut before an operand (``x = (``): the filler `` _`` is tried first."""
 """Text tried after an unfinished statement (``x =``, ``a ?`` …, a declaration header with no body)."""
-_CLOSED_KINDS = ("string", "comment", "heredoc", "template", "text_block", "raw", "quote", "attribute_value")
+_CLOSED_KINDS = ("string", "comment", "heredoc", "template", "text_block", "raw", "quote", "attribute_value",
+                 "regex", "symbol_array")
 _SNIPPET_TEXT = 30
 _FOR_HEADER = re.compile(rb"\bfor\s*\(")
 _FINISHED = (b")", b"]", b"}", b";", b"end")
@@ -191,7 +192,8 @@ def _broken_start(tree_parser: Any, grammar: Grammar, data: bytes, errors: list[
     would block is taken to break the text; the completions are parsed on that start only, not on the whole
     text (a text that is one error from its start, such as lines of open strings, has no other early
     decision).  This is no proof that no continuation exists: it adds a false block only where the gate
-    already blocks a valid prefix cut at a line end.  Undecided, it costs at most a few parses of that share."""
+    already blocks a valid prefix cut at a line end.  Undecided, it costs at most a few parses of that
+    share."""
     if len(data) < _BROKEN_START_MIN or not errors:
         return None
     share = len(data) // _BROKEN_START_SHARE
@@ -284,7 +286,7 @@ def _unreachable_before(grammar: Grammar, data: bytes) -> int:
         start = _open_token_start(tail, data)
         if start is not None:
             limit = min(limit, start)
-    for pattern in (grammar.heredoc, grammar.raw_string):
+    for pattern in (grammar.heredoc, grammar.raw_string, grammar.delimited):
         if pattern is not None:
             for found in pattern.finditer(data):
                 limit = min(limit, found.start())
@@ -346,7 +348,8 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
     """Endings that close what is open at the end of the text, each with whether a tail closed a string or
     comment and whether it is the plain one (only the closers), likeliest first: after an opener or an
     operator, a filler for the operand."""
-    close = closers(tree, grammar)
+    opened = open_at_end(tree, grammar)
+    close = _closing(opened, grammar)
     # a statement cut before its `;`: `$t = $a['x']` closes as `;}`, `$a = f(\n  1,` as `);`
     statement_end = (grammar.terminator.encode(),) if grammar.terminator else ()
     content = data.rstrip()
@@ -373,14 +376,18 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
         yield close + ending, False, False
     if grammar.block_end and close:
         yield close.replace(b"}", grammar.block_end), False, False
+    arm = _arm_ending(grammar, data, opened)
+    if arm:
+        yield arm, False, False
     raw = _open_raw_string(grammar, data)
-    for tail in (*grammar.tails, *raw):
-        if tail not in raw and _open_token_start(tail, data) is None:
+    delimited = _delimiter_closing(grammar, data)
+    for tail in (*grammar.tails, *raw, *delimited):
+        if tail not in raw and tail not in delimited and _open_token_start(tail, data) is None:
             continue  # the text cannot end inside what this tail closes
         with_tail = data + tail.encode()
         tail_tree = tree_parser.parse(with_tail)
         # a raw string open at the end is no token to a tree in error recovery: its opener tells
-        if tail in raw or _closes_open_token(tail_tree, len(data), len(with_tail)):
+        if tail in raw or _closes_open_token(tail_tree, len(data), len(data) + len(tail.rstrip("\n"))):
             close = closers(tail_tree, grammar)
             yield tail.encode() + close, True, False
             if statement_end and close:
@@ -402,6 +409,40 @@ def _function_type(close: bytes) -> bytes:
     """The closers with `` => _`` after their first ``)``: the parameter list it closes a function type's."""
     end = close.index(b")") + 1
     return close[:end] + b" => _" + close[end:]
+
+
+def _arm_ending(grammar: Grammar, data: bytes, opened: list[tuple[str, int]]) -> bytes:
+    """The closers with ``Grammar.arms``' rest written where the innermost block of arms still open gets back
+    control: after the matcher the text is cut inside (``)) => {}}``); empty if no block of arms is open."""
+    if grammar.arms is None:
+        return b""
+    before, rest = grammar.arms
+    for index in range(len(opened) - 2, -1, -1):
+        at = opened[index][1]
+        if before.search(data, max(0, at - _ARMS_REACH), at):
+            return _closing(opened[index + 1 :], grammar) + rest + _closing(opened[: index + 1], grammar)
+    return b""
+
+
+_ARMS_REACH = 200
+"""How far before a block's opener ``Grammar.arms``' pattern is looked for."""
+
+
+_PAIRS = {b"(": b")", b"[": b"]", b"{": b"}", b"<": b">"}
+
+
+def _delimiter_closing(grammar: Grammar, data: bytes) -> tuple[str, ...]:
+    """What closes the text's last literal opened by ``Grammar.delimited``: its bracket's pair, or the
+    delimiter itself."""
+    if grammar.delimited is None:
+        return ()
+    last = None
+    for last in grammar.delimited.finditer(data):  # noqa: B007 (the last opener is wanted)
+        pass
+    if last is None:
+        return ()
+    delimiter = last.group(1)
+    return (_PAIRS.get(delimiter, delimiter).decode(),)
 
 
 def _open_raw_string(grammar: Grammar, data: bytes) -> tuple[str, ...]:
@@ -511,8 +552,13 @@ def _site(node: Any) -> Site:
 def closers(tree: Any, grammar: Grammar, angles: bool = False) -> bytes:
     """The closing brackets and keywords for every block still open at the end, innermost first; with
     ``angles``, type arguments' ``<`` too (``_angle``)."""
+    return _closing(open_at_end(tree, grammar, angles), grammar)
+
+
+def _closing(opened: list[tuple[str, int]], grammar: Grammar) -> bytes:
+    """What closes the open entries (``open_at_end``), innermost first."""
     entries = [grammar.followers[entry][1] if entry in grammar.followers else entry
-               for entry, _ in reversed(open_at_end(tree, grammar, angles)) if entry != _PATTERN]
+               for entry, _ in reversed(opened) if entry != _PATTERN]
     if not entries:
         return b""
     if grammar.terminator:
@@ -635,6 +681,8 @@ def _track(opened: _Opened, node: Any, parent: Any, grammar: Grammar) -> None:
         opened.pop()
         if kind in grammar.keywords:
             opened.push(grammar.keywords[kind], node.start_byte)  # `do` after `while …` opens the body
+        elif kind in _OPENERS:
+            opened.push(_OPENERS[kind], node.start_byte)  # Rust's `{` after `if …` opens the block
     elif kind in grammar.quotes:
         if top == kind:
             opened.pop()
