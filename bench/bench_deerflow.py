@@ -32,8 +32,9 @@ as the tool's process would evict the core's caches; ``--warm-caches`` skips tha
 each scope entered with ``before_agent`` and left with ``after_agent``.
 
 Logging.  By default as DeerFlow's gateway sets it up (``production_logging``):
-the root logger at INFO with one formatting stream handler, so DeerFlow's
-warn and stop paths each make one WARNING/ERROR record and policyctl's INFO
+the root logger at INFO with one formatting stream handler, and the ``deerflow``
+logger at INFO, so DeerFlow's warn and stop paths each make one WARNING/ERROR
+record (through its module's logger, below ``deerflow``) and policyctl's INFO
 records are made too (its loggers have no level of their own).  Both sides
 pay for formatting their records; the handler writes to the null device, so
 no side pays for a terminal or a disk.  ``--no-logging`` switches logging off
@@ -76,7 +77,9 @@ PATHS = {22: "warn", 24: "stop"}
 # --- the baseline: DeerFlow's after_model, restated -------------------------------------------
 
 
-log = logging.getLogger("bench.deerflow")
+log = logging.getLogger("deerflow.agents.middlewares.loop_detection_middleware")
+"""DeerFlow's module logger (``logging.getLogger(__name__)``): below the ``deerflow`` logger that
+``production_logging`` sets to INFO, as DeerFlow's gateway does, so a record passes through it."""
 
 WARN, HARD, WINDOW, MAX_SCOPES = 3, 5, 20, 100
 FREQ_WARN, FREQ_HARD = 30, 50
@@ -142,16 +145,6 @@ def batch_hash(tool_calls: list[dict[str, Any]]) -> str:
         keys.append(f"{name}:{stable_key(name, args, fallback)}")
     keys.sort()
     return hashlib.md5(json.dumps(keys, sort_keys=True, default=str).encode()).hexdigest()[:12]
-
-
-def append_text(content: Any, text: str) -> Any:
-    if content is None:
-        return text
-    if isinstance(content, list):
-        return [*content, {"type": "text", "text": f"\n\n{text}"}]
-    if isinstance(content, str):
-        return content + f"\n\n{text}"
-    return str(content) + f"\n\n{text}"
 
 
 class BoundedDict(OrderedDict[Any, Any]):
@@ -325,6 +318,16 @@ class DeerFlowLoopDetection:
         return selected, False
 
     @staticmethod
+    def _append_text(content: Any, text: str) -> Any:
+        if content is None:
+            return text
+        if isinstance(content, list):
+            return [*content, {"type": "text", "text": f"\n\n{text}"}]
+        if isinstance(content, str):
+            return content + f"\n\n{text}"
+        return str(content) + f"\n\n{text}"
+
+    @staticmethod
     def _build_hard_stop_update(last_msg: Any, content: Any) -> dict[str, Any]:
         update = {"tool_calls": [], "content": content}
         additional_kwargs = dict(getattr(last_msg, "additional_kwargs", {}) or {})
@@ -346,8 +349,9 @@ class DeerFlowLoopDetection:
             context = getattr(runtime, "context", None)
             if isinstance(context, dict):
                 context["stop_reason"] = "loop_capped"
-            last_msg = state.get("messages", [])[-1]
-            content = append_text(last_msg.content, warning or STOP_TEXT)
+            messages = state.get("messages", [])
+            last_msg = messages[-1]
+            content = self._append_text(last_msg.content, warning or STOP_TEXT)
             return {"messages": [last_msg.model_copy(update=self._build_hard_stop_update(last_msg, content))]}
         if warning:
             self._queue_pending_warning(runtime, warning)
@@ -372,7 +376,7 @@ class DeerFlowLoopDetection:
             warnings = self._pending_warnings.pop(pending_key, [])
             self._pending_warning_touch_order.pop(pending_key, None)
         if warnings:
-            text = "\n\n".join(dict.fromkeys(warnings))
+            text = "\n\n".join(list(dict.fromkeys(warnings)))  # _format_warning_message
             request = request.override(messages=[*request.messages, HumanMessage(content=text,
                                                                                   name="loop_warning")])
         return handler(request)
@@ -459,15 +463,18 @@ def run_scope(impl: str, middleware: Any, scope: int, states: list[tuple[dict[st
 
 def production_logging() -> None:
     """DeerFlow's gateway logging (``backend/app/gateway/app.py``: ``logging.basicConfig`` at INFO with
-    ``deerflow/logging_config.py``'s text format; ``config.example.yaml``'s ``log_level: info``):
-    every logger without a level of its own, policyctl's included, logs INFO and up through one
-    stream handler, which formats each record and writes it, here to the null device."""
+    ``deerflow/logging_config.py``'s text format; ``config.example.yaml``'s ``log_level: info``, which
+    ``deerflow/config/app_config.py:apply_logging_level`` sets on the ``deerflow`` and ``app``
+    loggers): every logger without a level of its own, policyctl's included, logs INFO and up
+    through one stream handler, which formats each record and writes it, here to the null device."""
     handler = logging.StreamHandler(open(os.devnull, "w"))  # noqa: SIM115 (open for the whole run)
     handler.setFormatter(logging.Formatter("%(asctime)s - %(name)s - %(levelname)s - %(message)s",
                                            datefmt="%Y-%m-%d %H:%M:%S"))
     root = logging.getLogger()
     root.handlers = [handler]
     root.setLevel(logging.INFO)
+    for name in ("deerflow", "app"):
+        logging.getLogger(name).setLevel(logging.INFO)
 
 
 def main() -> int:

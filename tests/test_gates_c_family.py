@@ -25,11 +25,34 @@ def status(language: str, text: str, before: str | None = None) -> str:
      "template <typename T>\nFMT_CONSTEXPR inline T f(T a) {\n  return (a;\n}\n"
      "constexpr FMT_INLINE int g(int a) { return a; }\n"),
     ("c", "CURL_EXTERN void curl_free(void *p);\nint x;\n", "CURL_EXTERN void curl_free(void *p;\nint x;\n"),
+    # a calling convention between a function's type and its name
+    ("c", "U_CAPI UFormatter* U_EXPORT2\nufmt_open(const char* locale,\n    UErrorCode* status);\n"
+     "U_CAPI void U_EXPORT2\nufmt_close(UFormatter* f);\n",
+     "U_CAPI UFormatter* U_EXPORT2\nufmt_open(const char* locale,\n    UErrorCode* status);\n"
+     "U_CAPI void U_EXPORT2\nufmt_close(UFormatter* f;\nint x;\n"),
     # an operator called by name through `->` or `.`
     ("cpp", "struct R {\n  int f(int n) { return *(this->operator+(n)); }\n"
      "  bool g() { return a.operator bool(); }\n};\n",
      "struct R {\n  int f(int n) { return *(this->operator+(n); }\n"
      "  bool g() { return a.operator bool(); }\n};\n"),
+    # a macro that expands to a string, after a string; a header name in a macro wrapping __has_include
+    ("cpp", "#if FMT_HAS_INCLUDE(<version>)\n#  include <version>\n#endif\nvoid f() {\n"
+     "  g(P(\"adir\" SEP_ \"b\"), P(\"c\" SEP_));  // it's\n  printf(\"%\" PRIu64 \"\\n\", x);\n}\n",
+     "#if FMT_HAS_INCLUDE(<version>)\n#  include <version>\n#endif\nvoid f() {\n"
+     "  g(P(\"adir\" SEP_ \"b\"), P(\"c\" SEP_);  // it's\n  printf(\"%\" PRIu64 \"\\n\", x);\n}\n"),
+    # a calling convention after a type that ends in `enum`, before a function pointer's name
+    ("c", "GL_APICALL GLenum GL_APIENTRY glCheck (GLenum target);\n"
+     "typedef void (GL_APIENTRYP PFNGLPROC) (GLenum texture);\n",
+     "GL_APICALL GLenum GL_APIENTRY glCheck (GLenum target;\n"
+     "typedef void (GL_APIENTRYP PFNGLPROC) (GLenum texture);\nint x;\n"),
+    # a block comment inside a #define's body, more of the body after it
+    ("c", "#define F(r, p) \\\n    (g(r, 1 /* asn1 */, 0) && h(r, \"POST\", p))\nint x;\n",
+     "#define F(r, p) \\\n    (g(r, 1 /* asn1 */, 0) && h(r, \"POST\", p))\nint x(;\nint y;\n"),
+    # an operator called by name after a condition, with template arguments
+    ("cpp", "struct C {\n  void f(bool v) {\n    if (t != 's') operator()<bool>(v);\n"
+     "    else operator()(1);\n  }\n};\n",
+     "struct C {\n  void f(bool v) {\n    if (t != 's') operator()<bool>(v;\n"
+     "    else operator()(1);\n  }\n};\n"),
     # an operator returned by name, `new const`, a value of a dependent type
     ("cpp", "struct R {\n  int& value() const { return operator*(); }\n"
      "  const char* p = new const char('a');\n};\n",
@@ -121,6 +144,14 @@ def test_cpp_in_a_c_header_is_a_branch_a_c_compiler_skips() -> None:
     assert status("c", CPP_IN_A_C_HEADER) == "valid"
     assert status("cpp", CPP_IN_A_C_HEADER) == "valid"
     assert status("c", CPP_IN_A_C_HEADER.replace("int piece(void)", "int piece(void")) == "invalid"  # kept
+
+
+def test_a_namespace_with_a_visibility_macro_is_cpp_in_a_c_header() -> None:
+    # libstdc++'s `namespace std _GLIBCXX_VISIBILITY(default)`, its `{` on the next line
+    header = ("#if __cplusplus >= 201402L\nnamespace std _GLIBCXX_VISIBILITY(default)\n{\n"
+              "inline int f(int a) { return a; }\n}\n#endif\nint after(void);\n")
+    assert status("c", header) == "valid"
+    assert status("c", header.replace("int after(void)", "int after(void")) == "invalid"
 
 
 def test_a_statement_line_ends_with_its_semicolon() -> None:

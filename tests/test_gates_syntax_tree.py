@@ -181,6 +181,19 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
            "\t\t{ // empty\n\t\t\t[]string{},\n"),  # the literal's `{` opens no block
     ("go", "package a\n\nvar names = []struct {\n\tn string\n"),  # `}{}`: a type waiting for its literal
     ("go", "package a\n\nconst (\n\tconfData = `\n\t; name\n"),  # a line break before the group's `)`
+    ("rust", "macro_rules! m {\n    (\n        $name:ident, // the name\n        $n:tt,\n"),  # `) => {}}`
+    ("rust", "mod a {\n    macro_rules! m {\n        ($x:expr, $($y:tt"),            # `)*) => {}}}`
+    ("rust", "macro_rules! m {\n    ($($x:expr),*) => {\n        $(\n            f($x);\n"),  # `)*}}`
+    ("rust", "fn f() {\n    match t.next() {\n        Some(T::Token(\n            Token {\n"
+             "                kind: K::Eq,\n"),                                          # `})) => {}}}`
+    ("rust", "fn f() {\n    if let Some(x) = y.map(|z| {\n        z + 1\n"),     # `}) {}}`
+    ("rust", "fn f() {\n    if match x {\n        A => {\n            g(\n"),   # `)}} {}}`
+    ("ruby", "module M\n  class_eval %{\n    def do_parse\n      #{r}(x)\n"),          # `}`, then `end`
+    ("ruby", "def w3cdtf(date)\n  if /\\A\\s*\n      (-?\\d+)-(\\d\\d)\n"),             # a regex's `/`
+    ("ruby", "def d(arg)\n  _,          _,\n  goto_table, goto_check,\n"),         # ` = _`: a list assigned
+    ("ruby", "unless A.method_defined?(:count)\n  A.class_eval <<-'end;', __FILE__, __LINE__+1\n"
+             "    require 'rbconfig'\n\n    def count\n"),                               # a heredoc's `end;`
+    ("ruby", "def f(e)\n  case e\n  when :a\n    true\n=begin\n  when :b\n    false\n"),  # `=end`, `end`
 ])
 def test_incomplete_prefixes_of_other_languages(language: str, prefix: str, policy: CompiledPolicy) -> None:
     assert write(policy, f"m.{EXTENSIONS[language]}", prefix).metadata.get("incomplete") is True
@@ -262,6 +275,12 @@ def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str
      "<p>Default: <code>'> '</code> or <code>a >= 0</code>, <code><%= data.a %></code></p\n<p>x</p>\n"),
     ("html", "<p>Use <tt>zpipe < foo.txt > foo.txt.z</tt>, prompt <code>'> '</code>.</p>\n",  # `< `
      "<p>Use <tt>zpipe < foo.txt > foo.txt.z</tt>, prompt <code>'> '</code>.</p\n<p>x</p>\n"),
+    ("rust", "struct _Test\nwhere\n    Error: Send + Sync;\nfn f() {}\n",  # a unit struct's where clause
+     "struct _Test\nwhere\n    Error: Send + Sync;\nfn f( {}\nfn g() {}\n"),
+    ("rust", "#[cfg(any())]\nimpl !Trait {}\nimpl !! {}\nfn f() {}\n",                  # negative impls
+     "#[cfg(any())]\nimpl !Trait {}\nimpl !! {}\nfn f( {}\nfn g() {}\n"),
+    ("rust", "fn f() -> io::Result<()> {\n    let x = try!(g());\n    Ok(())\n}\n",        # 2015's `try!`
+     "fn f() -> io::Result<()> {\n    let x = try!(g();\n    Ok(())\n}\n"),
 ])
 def test_valid_code_the_grammar_cannot_parse_is_allowed(language: str, text: str, broken: str,
                                                         policy: CompiledPolicy) -> None:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import re2
 from click.testing import CliRunner
 
 from cli.main import policyctl
@@ -15,6 +16,9 @@ from policy.language import compose as compose_module
 from policy.language import parser as parser_module
 from policy.language.compose import MAX_EXTENDS_DEPTH
 from policy.language.loader import check_policy, load_policy
+from policy.language.patterns import MAX_PROGRAM_SIZE
+from policy.model import re2_spans
+from policy.model.re2_spans import compile_re2
 from policy.resources import data_dir
 
 SECRET = "user:ghp_SECRET123@host"
@@ -206,6 +210,21 @@ def test_a_signature_with_thousands_of_groups_is_refused(tmp_path: Path) -> None
     groups = "".join(f"(?P<g{i}>a)?" for i in range(5000))
     team = _write(tmp_path, "t.policy", f"signature S {{ match /{groups}x/ }}\n")
     assert [code for code, _, _ in _codes(team)] == ["E204"]
+
+
+def test_re2_memory_budget_is_applied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pattern = "[a-z]{1000}"  # 1,004 instructions: under E205's limit, over a 4 KiB budget
+    assert re2.compile(pattern).programsize < MAX_PROGRAM_SIZE  # RE2's own options accept it
+    team = _write(tmp_path, "t.policy", f"signature S {{ match /{pattern}/ }}\n")
+    monkeypatch.setattr(re2_spans, "MAX_MEMORY", 4096)
+    re2_spans._options.cache_clear()
+    try:
+        diagnostics = check_policy(team).diagnostics
+    finally:
+        monkeypatch.undo()
+        re2_spans._options.cache_clear()
+    assert [(d.code, "a pattern this large" in d.message) for d in diagnostics] == [("E202", True)]
+    assert compile_re2(pattern).options.max_mem == re2_spans.MAX_MEMORY
 
 
 # --- finding 9: CRLF does not change meaning --------------------------------------------------------

@@ -82,6 +82,20 @@ def test_repeat_warns_again_once_the_key_has_left_the_window(
     assert [detector.on_turn(state, [call("bash", "make")]).action for _ in range(2)] == ["allow", "warn"]
 
 
+def test_a_repeat_mark_outlives_one_of_its_entries_leaving_the_window(
+    repeat_only: tuple[LoopDetector, ScopeState],
+) -> None:
+    detector, state = repeat_only
+    assert [detector.on_turn(state, [call("bash", "make")]).action for _ in range(2)] == ["allow", "warn"]
+    for _ in range(9):  # the first `make` leaves the 10-turn window, the second is still in it
+        detector.on_turn(state, [call()])
+    assert len(state.repeat.warned) == 1
+    assert detector.on_turn(state, [call("bash", "make")]).action == "allow"  # still marked: no warning again
+    for _ in range(10):  # now every `make` has left
+        detector.on_turn(state, [call()])
+    assert state.repeat.warned == []
+
+
 def test_a_batch_is_the_same_in_any_order_but_not_with_other_calls(
     repeat_only: tuple[LoopDetector, ScopeState],
 ) -> None:
@@ -187,7 +201,7 @@ def test_frequency_window_slides_and_a_decayed_burst_can_warn_again(
 def test_frequency_window_is_never_shorter_than_the_largest_stop() -> None:
     rule = FrequencyRule(ref=RuleRef("loop", "frequency"), window=3, warn=2, stop=5)
     layer, state = FrequencyLayer(rule), FrequencyState()
-    findings = [layer.on_call(state, call("bash")) for _ in range(5)]
+    findings = [layer.on_turn(state, [call("bash")], ["bash {}"]) for _ in range(5)]
     assert layer.window == 5
     assert [f.action if f else "allow" for f in findings] == ["allow", "warn", "warn", "warn", "stop"]
 

@@ -48,10 +48,7 @@ class HintVariables(dict[str, Any]):
         values: Mapping[str, Any] | None = None,
         lazy: Mapping[str, Callable[[], Any]] | None = None,
     ) -> None:
-        # The common variables that cost nothing to make (``dict.__init__``, not ``super()``: one
-        # object fewer per render).
-        dict.__init__(self, rule_kind=rule.kind, rule_name=rule.name, action=action, tool=call.name,
-                      call_id=call.id, policy=policy)
+        dict.__init__(self, common_variables(policy, rule, action, call))  # not ``super()``: no object
         if values:
             self.update(values)
         self._rule = rule
@@ -79,15 +76,12 @@ class HintVariables(dict[str, Any]):
             return default
 
 
-def plain_variables(policy: str, rule: RuleRef, action: Action, call: ToolCall, values: Mapping[str, Any],
-                    summary: str) -> dict[str, Any]:
-    """``HintVariables(policy, rule, action, call, values)`` with ``call`` set to ``summary``, as one
-    plain dict, for a compiled template (``HintTemplate.compiled_program``) that reads neither
-    ``rule`` nor ``args`` (``MADE_ON_READ``, which it leaves out): the same value for every
-    name the template reads, without the mapping's class.  A name it lacks fails the compiled
-    function, and the caller renders with ``HintVariables``."""
+def common_variables(policy: str, rule: RuleRef, action: Action, call: ToolCall) -> dict[str, Any]:
+    """The common variables that cost nothing to make, as a new plain dict: what ``HintVariables``
+    starts from, and what a compiled template (``HintTemplate.compiled_program``) that reads none
+    of ``MADE_ON_READ`` renders from once the rule's values and ``call`` are added."""
     return {"rule_kind": rule.kind, "rule_name": rule.name, "action": action, "tool": call.name,
-            "call_id": call.id, "policy": policy, **values, "call": summary}
+            "call_id": call.id, "policy": policy}
 
 
 _ON_FIRST_READ: dict[str, Callable[[RuleRef, ToolCall], Any]] = {
@@ -97,9 +91,9 @@ _ON_FIRST_READ: dict[str, Callable[[RuleRef, ToolCall], Any]] = {
 }
 """The common variables ``HintVariables`` makes only when a template reads them."""
 MADE_ON_READ = frozenset(_ON_FIRST_READ) - {"call"}
-"""The common variables ``plain_variables`` leaves out (``call`` it is given)."""
+"""The common variables ``common_variables`` does not make and a caller cannot cheaply add (``call``,
+a call's summary, it can)."""
 
-COMMON_VARIABLES = frozenset(
-    {*HintVariables("", RuleRef("", ""), "allow", ToolCall(id="", name="")), *_ON_FIRST_READ}
-)
+COMMON_VARIABLES = frozenset({*common_variables("", RuleRef("", ""), "allow", ToolCall(id="", name="")),
+                              *_ON_FIRST_READ})
 """The variables every rule provides: those made at once and those made on first read."""

@@ -91,7 +91,6 @@ class Guard:
         self._outputs = output_reader(self.policy)
         self._queues = self.policy.deliver_warnings == "next_request"
         self._files = FileWatch(self.policy, self.read_file, self.workspace, _snapshots(self.store))
-        self._rule_states: dict[str, tuple[RuleRef, dict[str, Any]]] = {}
 
     # --- events -------------------------------------------------------------
 
@@ -200,17 +199,12 @@ class Guard:
         """A turn's unrendered warning, stored for its delivery (queued for the next model request,
         or pending for its call's result): the decision, its rule as stored and the call it
         concerns.  (A loop decision has no signature or captures, and its metadata is its own
-        fresh dict.)  The rule's stored form is made once per rule: a policy's loop rules are
-        few, and it is only read back."""
+        fresh dict.)"""
         call = calls[0] if len(calls) == 1 else next(c for c in calls if c.id == decision.call_id)
         rule = decision.rule
-        # Looked up by name: hashing a rule hashes its span too.
-        kept = self._rule_states.get(rule.name) if rule is not None else None
-        if rule is not None and (kept is None or kept[0] is not rule):
-            kept = self._rule_states[rule.name] = (rule, rule.to_state())
-        entry = {"action": decision.action, "rule": kept[1] if kept is not None else None,
-                 "call_id": decision.call_id, "metadata": decision.metadata, "tool": call.name,
-                 "args": call.args}
+        stored = None if rule is None else self._loops.stored_rules[rule.name]
+        entry = {"action": decision.action, "rule": stored, "call_id": decision.call_id,
+                 "metadata": decision.metadata, "tool": call.name, "args": call.args}
         if self._queues:
             _queue(state, entry)
         else:

@@ -25,6 +25,9 @@ class LruDict(Generic[K, V]):
         self.peek: Callable[[K], V | None] = self._items.get
         """The value for ``key`` without making it the most recent: a read that needs no lock
         (entries then go in the order they were put).  The mapping's own ``get``: no Python call."""
+        self.touch: Callable[[K], None] = self._items.move_to_end
+        """Make ``key``'s entry the most recent (``KeyError`` when there is none): after a ``peek``
+        that found it, what ``get`` does, without a Python call."""
 
     def __len__(self) -> int:
         return len(self._items)

@@ -74,9 +74,14 @@ class MemoryStore:
         state: return work(state)`` without the context manager object (the guard's path for
         every event)."""
         key = scope.key
+        states = self._states
         with self._scope_locks[hash(key) % self.LOCK_STRIPES]:
             with self._lru_lock:
-                state = self._states.get_or_put(key, ScopeState)
+                state = states.peek(key)
+                if state is None:  # the scope's first event (or its state was evicted)
+                    state = states.get_or_put(key, ScopeState)
+                else:
+                    states.touch(key)
             return work(state)
 
     def drop_thread(self, thread_id: str) -> None:

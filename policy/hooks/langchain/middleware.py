@@ -196,23 +196,24 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return request.override(messages=[*request.messages, notice])
 
     def after_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        message = _last_ai_message(state)
-        if message is None or not message.tool_calls:
+        turn = _model_turn(state)
+        if turn is None:
             return None
+        message, calls = turn
         scope = self._node_scope(runtime)
         stop = self._stops.peek(scope.key) and self._pending_stop(scope)  # a run not stopped: no call
-        decision = stop or self.guard.on_turn(_tool_calls(message), scope)
+        decision = stop or self.guard.on_turn(calls, scope)
         if decision.action != "stop":  # the common case: nothing to change in the state
             return None
         self._record_stop(scope, runtime.context, decision)
         return {"messages": [stopped_ai_message(message, decision)]}  # without its calls, with the stop text
 
     async def aafter_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        message = _last_ai_message(state)
-        if message is None or not message.tool_calls:
+        turn = _model_turn(state)
+        if turn is None:
             return None
+        message, calls = turn
         scope = self._node_scope(runtime)
-        calls = _tool_calls(message)
         decision = self._pending_stop(scope) or (
             self.guard.on_turn(calls, scope) if self._inline else await self.guard.aon_turn(calls, scope))
         if decision.action != "stop":
@@ -325,23 +326,23 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 # --- helpers -------------------------------------------------------------------
 
 
-def _last_ai_message(state: Any) -> AIMessage | None:
+def _model_turn(state: Any) -> tuple[AIMessage, list[ToolCall]] | None:
+    """The model's last message and its tool calls as the guard's ``ToolCall``s; None unless that
+    message is an AI message with tool calls (one helper: this runs on every model turn)."""
     if type(state) is dict or isinstance(state, Mapping):
         messages = state.get("messages")
     else:
         messages = getattr(state, "messages", None)
     if not messages:
         return None
-    last = messages[-1]
-    return last if type(last) is AIMessage or isinstance(last, AIMessage) else None
-
-
-def _tool_calls(message: AIMessage) -> list[ToolCall]:
+    message = messages[-1]
+    if not (type(message) is AIMessage or isinstance(message, AIMessage)) or not message.tool_calls:
+        return None
     calls = message.tool_calls
     if len(calls) == 1:  # the common batch, without a comprehension's frame
         call = calls[0]
-        return [ToolCall(call.get("id") or "", call["name"], call.get("args") or {})]
-    return [ToolCall(call.get("id") or "", call["name"], call.get("args") or {}) for call in calls]
+        return message, [ToolCall(call.get("id") or "", call["name"], call.get("args") or {})]
+    return message, [ToolCall(call.get("id") or "", call["name"], call.get("args") or {}) for call in calls]
 
 
 def _tool_call(request: ToolCallRequest) -> ToolCall:

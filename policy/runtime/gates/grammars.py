@@ -62,10 +62,17 @@ class Grammar:
     raw_string: re.Pattern[bytes] | None = None
     """A raw string's opener whose group 1 its closing quote repeats: the last one gives one more tail (Rust's
     ``r###"`` closes with ``"###``)."""
+    delimited: re.Pattern[bytes] | None = None
+    """An opener of a literal that its delimiter (group 1) closes, or the bracket pairing it (Ruby's ``%{``,
+    ``%w(``): the last one gives one more tail, tried as the ``tails`` are."""
     stand_ins: tuple[tuple[re.Pattern[bytes], StandIn], ...] = ()
     """Valid constructs the grammar cannot parse and the byte each byte of their group 1 (or of the whole
     match) becomes: an identifier or separator of the same length; or a function giving the match's
     replacement, as long as the match."""
+    arms: tuple[re.Pattern[bytes], bytes] | None = None
+    """What comes right before the opener of a block of arms ``matcher => body`` (Rust's ``macro_rules! m {``,
+    ``match x {``), and the arm's rest: a text cut inside a matcher closes it, writes the rest, then closes
+    the block (``($x:expr, $(`` closes as ``)*) => {}}``)."""
     terminator: str = ""
     """What ends a statement before a closing ``}`` (``f(a,`` closes as ``f(a,);}``)."""
     line_strings: re.Pattern[bytes] | None = None
@@ -211,10 +218,11 @@ def _text_angle(found: re.Match[bytes]) -> bytes:
 
 
 _MEMBER_OPERATOR = re.compile(
-    rb"(?:->|\.|\breturn[ \t])[ \t]*(operator\b[ \t]*"
+    rb"(?:->|\.|\breturn[ \t]|\belse[ \t]|\)[ \t])[ \t]*(operator\b[ \t]*"
     rb"(?:\(\)|\[\]|->\*?|(?:new|delete)\b(?:\[\])?|[-+*/%^&|~!=<>,]{1,3}|[A-Za-z_]\w*))")
-"""An operator called by name through ``->`` or ``.`` or returned (``this->operator+(n)``, ``a.operator
-bool()``, ``return operator*();``), which tree-sitter-cpp 0.23 does not parse."""
+"""An operator called by name through ``->`` or ``.``, returned or after a condition (``this->operator+(n)``,
+``a.operator bool()``, ``return operator*();``, ``if (a) operator()<bool>(v);``), which tree-sitter-cpp 0.23
+does not parse."""
 _DEFAULTED_POINTER = re.compile(rb"(?<=[\w>])[ \t]*(\*)(?=(?:\s|/\*(?:[^*]|\*(?!/)){0,200}\*/)+=(?!=))")
 """An unnamed pointer with a default (``typename std::enable_if<…>::type* = nullptr``, a parameter or a
 template parameter), which tree-sitter-cpp 0.23 does not parse; read without its ``*``."""
@@ -230,14 +238,31 @@ a name."""
 _BARE_SWITCH = re.compile(rb"\bswitch\s*\(" + _NESTED + rb"*\)(?=\s*[^\s{])")
 """A ``switch`` whose body is one statement (``switch (0) default: f();``), valid C that tree-sitter-c and
 tree-sitter-cpp reject: read as the statement alone."""
+_STRING_MACRO = re.compile(rb"//[^\n]*|/\*(?:[^*]|\*(?!/))*\*/|'(?:[^'\\\n]|\\.)*'"
+                           rb"|\"(?:[^\"\\\n]|\\.)*\"(?:[ \t]+([A-Za-z_]\w+)(?=\s*[\"),;]))?")
+"""A macro that expands to a string literal after a string (``"adir" GTEST_PATH_SEP_ "b"``, ``"%" PRIu64
+")"``), which tree-sitter-cpp 0.23 does not parse (tree-sitter-c does); comments and literals are matched
+whole so that a quote inside one starts no string."""
+
+
+def _string_for_macro(found: re.Match[bytes]) -> bytes:
+    """The macro after a string read as a string of its length (``"_____________"``)."""
+    if found.group(1) is None:
+        return found.group()
+    start, end = found.start(1) - found.start(), found.end(1) - found.start()
+    return found.group()[:start] + b'"' + b"_" * (end - start - 2) + b'"' + found.group()[end:]
+
+
 _NEW_CONST = re.compile(rb"\bnew[ \t]+(const)\b")
 """``new const char('a')``, which tree-sitter-cpp 0.23 does not parse: read without the ``const``."""
 _TYPENAME_VALUE = re.compile(rb"(?:=|\breturn)[ \t]*(typename)[ \t]+\w")
 """``x = typename T::iterator();``, a value of a dependent type, which tree-sitter-cpp 0.23 does not parse:
 read without the ``typename``."""
-_CPP_LINE = re.compile(rb"[ \t]*(?:namespace(?:[ \t]+\w+)?[ \t]*\{|template[ \t]*<|using[ \t]+namespace\b"
+_CPP_LINE = re.compile(rb"[ \t]*(?:namespace(?:[ \t]+\w+)?(?:[ \t]+\w+\([^()\n]*\))?[ \t]*(?:\{|\r?\n)"
+                       rb"|template[ \t]*<|using[ \t]+namespace\b"
                        rb"|extern[ \t]+\"C\+\+\"|class[ \t]+\w+(?:[ \t]+\w+)?[ \t]*(?:final[ \t]*)?[:{])")
-"""A line only C++ has: a namespace, a template, a class."""
+"""A line only C++ has: a namespace (libstdc++'s ``namespace std _GLIBCXX_VISIBILITY(default)``, its ``{`` on
+the next line), a template, a class."""
 _C_STRINGS = re.compile(
     rb"/\*.*?(?:\*/|\Z)|//[^\n]*|(?<!\w)(?:u8|[uUL])?R\"([^()\\ \t\n]{0,16})\(.*?(?:\)\1\"|\Z)"
     rb"|'(?:[^'\\\n]|\\.){1,8}'|\"(?:[^\"\\\n]|\\.)*[\"\n]", re.DOTALL)
@@ -260,6 +285,32 @@ _CPP_MISREAD = """
 (no C++ has that, unlike GNU C), a member function with no type that is no constructor (``TEST_F(A, B) {``
 inside ``class A {``), ``catch (…) {`` inside a ``try`` block read as a function named ``catch``, ``const`` in
 a block read as braces (``TEST(A, B {`` … ``const T x;``)."""
+_RUST_TRY = re.compile(rb"(?<![\w$])(try)!")
+"""Rust 2015's ``try!(…)`` macro, a keyword to tree-sitter-rust 0.24: read as a macro named ``___``."""
+_NEGATIVE_IMPL = re.compile(rb"\bimpl[ \t]+(!)(?=!|[A-Za-z_][\w:]*[ \t]*\{)")
+"""``impl !Trait {}``, ``impl !! {}``: a negative impl with no type (rustc parses it under ``#[cfg]``),
+which tree-sitter-rust 0.24 does not know: read without its ``!``."""
+_UNIT_STRUCT_WHERE = re.compile(rb"\bstruct[ \t]+\w+\s*(where\b[^;{}()]*);")
+"""A unit struct with a where clause (``struct _Test where Error: Send;``), which tree-sitter-rust 0.24 does
+not know: the clause read as blanks (its line breaks kept)."""
+
+
+def _blank_clause(found: re.Match[bytes]) -> bytes:
+    start, end = found.start(1) - found.start(), found.end(1) - found.start()
+    text = found.group()
+    return text[:start] + re.sub(rb"[^\n]", b" ", text[start:end]) + text[end:]
+
+
+_RUST_FOLLOWERS = MappingProxyType({
+    "$": (frozenset({"*", "+", "?"}), "*"),
+    **dict.fromkeys(("if", "match"), (frozenset({"{"}), " {}")),
+})
+"""A macro's repetition ``$( … ),*``, whose ``)`` waits for the operator; an ``if`` condition or a ``match``
+scrutinee cut before its block (``if match x {`` … closes as ``} {}``).  Not ``while``: ``while a < b.len( {``
+(a deleted ``)``) would then close as ``}) {}``, a block argument, and pass."""
+_RUST_ARMS = re.compile(rb"(?:\bmacro_rules![ \t]*[A-Za-z_]\w*\s*|\bmatch\b[^;{}\n]*)\Z")
+"""The head of a ``macro_rules!`` or ``match`` block, whose arms are ``matcher => body`` (a ``match`` on the
+block's line: one in a comment above a function's ``{`` is no head)."""
 _RUST_ATTRIBUTED = (b" _ => {}", b" fn _f() {}", b" _f: ()", b" _f")
 """What an attribute at the end (``#[cfg(x)]``) may wait for: a match arm, an item, a field, a variant."""
 _SHELL_CONDITIONS = MappingProxyType({
@@ -312,6 +363,8 @@ GRAMMARS: dict[str, Grammar] = {
         Grammar("go", "tree_sitter_go", "language", (*_C_LIKE, "`"), terminator="\n", headers=_GO_HEADERS,
                 type_bodies=_GO_TYPE_BODIES, type_literal=b"{}", literals=_GO_LITERALS),
         Grammar("rust", "tree_sitter_rust", "language", _C_LIKE, terminator=";", fillers=_RUST_ATTRIBUTED,
+                arms=(_RUST_ARMS, b" => {}"), followers=_RUST_FOLLOWERS,
+                stand_ins=((_RUST_TRY, b"_"), (_NEGATIVE_IMPL, b" "), (_UNIT_STRUCT_WHERE, _blank_clause)),
                 raw_string=re.compile(rb'(?<!\w)[bc]?r(#+)"')),
         Grammar("java", "tree_sitter_java", "language", (BLOCK_COMMENT_END, '"""', '"'), followers=_FOLLOWERS,
                 terminator=";"),
@@ -322,14 +375,16 @@ GRAMMARS: dict[str, Grammar] = {
                 terminator=";", conditionals=True, block_end=b"} _;", fillers=_TEMPLATE_HEADS,
                 stand_ins=((_MEMBER_OPERATOR, b"_"), (_DEFAULTED_POINTER, b" "), (_DECLTYPE_LIST, b"_"),
                            (_TEMPLATE_MACRO, b"_"), (_BARE_SWITCH, b" "), (_NEW_CONST, b" "),
+                           (_STRING_MACRO, _string_for_macro),
                            (_TYPENAME_VALUE, b" ")),
                 line_strings=_C_STRINGS, statement_lines=True, misread=_CPP_MISREAD),
         Grammar(
-            "ruby", "tree_sitter_ruby", "language", ('"', "'", "`", "\n=end\n"),
-            keywords=MappingProxyType(dict.fromkeys(_RUBY_BLOCKS, "end")),
+            "ruby", "tree_sitter_ruby", "language", ('"', "'", "`", "/", "\n=end\n"),
+            keywords=MappingProxyType(dict.fromkeys(_RUBY_BLOCKS, "end")), fillers=(b" = _",),
             modifier_parents=frozenset({"if_modifier", "unless_modifier", "while_modifier", "until_modifier",
                                         "rescue_modifier", "conditional"}),
-            heredoc=re.compile(rb"<<[~-]?(['\"`]?)([A-Za-z_]\w*)\1"),
+            heredoc=re.compile(rb"<<[~-]?(['\"`]?)((?<=['\"`])[^'\"`\n]+|[A-Za-z_]\w*)\1"),
+            delimited=re.compile(rb"(?<![\w)\]}])%[qQwWiIrsx]?([({\[<|!/^])"),
         ),
         Grammar("php", "tree_sitter_php", "language_php", (*_C_LIKE, "'"), followers=_FOLLOWERS,
                 terminator=";", heredoc=re.compile(rb"<<<[ \t]*(['\"]?)([A-Za-z_]\w*)\1"),

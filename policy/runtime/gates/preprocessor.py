@@ -17,12 +17,14 @@ import re
 
 _DIRECTIVE_START = re.compile(rb"^[ \t]*#", re.MULTILINE)
 _DIRECTIVE = re.compile(rb"[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b(.*)")
-_CONTINUED_COMMENT = re.compile(rb"/\*(?:[^*]|\*(?!/))*\*/(?=[ \t]*\\\r?\n)")
+_CONTINUED_COMMENT = re.compile(rb"/\*(?:[^*]|\*(?!/))*\*/(?=[ \t]*\\\r?\n)"
+                                rb"|/\*(?:[^*\n]|\*(?!/))*\*/(?=[ \t]*[^\s\\])")
 _NOT_NEWLINE = re.compile(rb"[^\r\n]")
 _FUNCTION_DEFINE = re.compile(rb"[ \t]*#[ \t]*define[ \t]+\w+\(")
 """A function-like macro's definition: its parameter list is grammar, its body a token list."""
-_HAS_INCLUDE = re.compile(rb"(?<=__has_include\()\s*<[^<>\n]*>")
-"""``__has_include(<version>)``'s header name, which tree-sitter reads as no expression: read as a name."""
+_HAS_INCLUDE = re.compile(rb"(?:(?<=__has_include\()|(?<=HAS_INCLUDE\())\s*<[^<>\n]*>")
+"""``__has_include(<version>)``'s header name (also in a macro wrapping it, fmt's
+``FMT_HAS_INCLUDE(<version>)``), which tree-sitter reads as no expression: read as a name."""
 _FALSE = re.compile(rb"\s*0\s*(?:/[/*].*)?$")
 _MACRO_NAME = rb"(?:_*[A-Z][A-Z0-9]*_[A-Za-z0-9_]*|_*[A-Z][A-Z0-9]+)"
 """An upper-case name, or one with an underscore starting upper-case (``DECLARE_PEM_rw``,
@@ -31,9 +33,12 @@ _MACRO_CALL = re.compile(rb"^[ \t]*(" + _MACRO_NAME + rb"[ \t]*\()", re.MULTILIN
 _LINE_REST = re.compile(
     rb"[ \t]*(;?)[ \t]*(?://[^\n]*)?(?:\r?\n|$)\s*(?:(?:/\*.{0,2048}?\*/|//[^\n]*)\s*)*(.?)", re.DOTALL)
 """What follows a macro call: a ``;``, and the first character after the comments of the next lines."""
-_MACRO_LINE = re.compile(rb"^[ \t]*((?:" + _MACRO_NAME + rb"[ \t]*)+:?)[ \t]*$", re.MULTILINE)
+_MACRO_LINE = re.compile(rb"^[ \t]*+((?:" + _MACRO_NAME + rb"(?!\w)[ \t]*+)++:?)[ \t]*+$", re.MULTILINE)
 """A line that is only macros' names (``FMT_BEGIN_NAMESPACE``, ``GTEST_NO_SANITIZE_A_ GTEST_NO_SANITIZE_B_``),
-maybe an access specifier's (``JSON_PRIVATE_UNLESS_TESTED:``)."""
+maybe an access specifier's (``JSON_PRIVATE_UNLESS_TESTED:``).  Each name ends where its word ends and the
+blanks are possessive, so a line matches in one way only and one that is not such a line fails in time linear
+in its length (without them ``GMOCK_DEFINE_DEFAULT_ACTION_FOR_RETURN_TYPE_(`` was split into names in
+exponentially many ways, and a name then 100,000 blanks took 190 s)."""
 _ALL_CAPS = rb"[A-Z][A-Z0-9]*_[A-Z0-9_]*"
 _SPECIFIER_MACRO = re.compile(rb"(?<![\w.>:])(" + _ALL_CAPS + rb")[ \t]+"
                               rb"(?=[A-Za-z_]\w*\b[ \t]*(?:[A-Za-z_(*&<]|::))")
@@ -42,6 +47,14 @@ inline T f(``): an export or attribute macro, which expands to a specifier or to
 _CLASS_MACRO = re.compile(rb"\b(?:class|struct|union)[ \t]+(" + _ALL_CAPS + rb")[ \t]+"
                           rb"(?=[A-Za-z_]\w*\b\s*(?::(?!:)|\{|final\b))")
 """The same in a class head (``class GTEST_API_ Cardinality {``)."""
+_DECLARATOR_MACRO = re.compile(
+    rb"(?:(?<=[*&])|(?<=\w[ \t])(?<!\bstruct[ \t])(?<!\bunion[ \t])(?<!\benum[ \t])(?<!\bclass[ \t]))"
+    rb"[ \t]*(" + _ALL_CAPS + rb")(?=\s+[A-Za-z_]\w*[ \t]*\()"
+    rb"|(?<=\()[ \t]*(" + _ALL_CAPS + rb")(?=[ \t]+[A-Za-z_]\w*[ \t]*\)[ \t]*\()")
+"""The same between a function's type and its name (ICU's ``U_CAPI UFormatter* U_EXPORT2`` or ``U_CAPI
+void U_EXPORT2``, then ``ufmt_open(`` on the next line; not after a tag, ``struct NODE_T f(``), or before
+a function pointer's name (``typedef void (GL_APIENTRYP PFNGLPROC) (GLenum t);``): a calling convention,
+which expands to an attribute, a ``*`` or nothing."""
 _BEFORE_TYPE = re.compile(rb"(?<![\w.>:])([A-Za-z_]\w*)[ \t]+"
                           rb"(?=(?:void|char|short|int|long|float|double|signed|unsigned|bool|_Bool)\b)")
 """A name before a basic type (``__owur int f(``, ``ossl_noreturn void g(``): no type or declarator comes
@@ -62,7 +75,7 @@ return type, blanked with its arguments."""
 _DECLARATION_END = frozenset(b";,{=")
 _ALIGNMENT_MACRO = re.compile(rb"\b([A-Za-z_]\w*)[ \t]+(__[A-Z][A-Z0-9_]*)(?=[ \t]*[;,=])")
 """An implementation's all-caps macro after a declarator's name (glibc's ``int __data __ONCE_ALIGNMENT;``)."""
-_TAG = re.compile(rb"(?:class|struct|union|enum)[ \t]+$")
+_TAGS = (b"class", b"struct", b"union", b"enum")
 _CONTINUATION = frozenset(b".-+*/%&|^<>=?:,")
 """What the line after a macro call without ``;`` starts with when the call is an operand
 (``ON_CALL(…)\n.Will…``, ``ASSERT_DEATH(…)\n<< "…"``): the call is read as a name then."""
@@ -170,7 +183,9 @@ def directives_only(data: bytes) -> bytes:
 
 def blank_continued_comments(data: bytes) -> bytes:
     """``data`` with each block comment that a line continuation follows blanked (``x += 1; /* carry */ \\``
-    in a ``#define``): tree-sitter-c ends the directive there, though a comment is only a space."""
+    in a ``#define``), and each one on one line that more code follows on it (``#define F(r) (g(r, 1 /* asn1
+    */, 0) && h(r, "P"))``): tree-sitter-c ends the directive there, or misreads the rest of its body, though
+    a comment is only a space."""
     return _CONTINUED_COMMENT.sub(lambda found: _NOT_NEWLINE.sub(b" ", found.group()), data)
 
 
@@ -182,7 +197,7 @@ def blank_open_directive(data: bytes) -> bytes:
     if data.endswith(b"\n") and not body.rstrip(b"\r\n").endswith(b"\\"):
         return data
     start = data.rfind(b"\n", 0, len(body.rstrip(b"\r\n"))) + 1
-    while start > 0 and data[: start - 1].rstrip(b"\r").endswith(b"\\"):
+    while start > 0 and _continued(data, start - 1):
         start = data.rfind(b"\n", 0, start - 1) + 1
     if not data[start:].lstrip(b" \t").startswith(b"#"):
         return data
@@ -208,22 +223,27 @@ def blank_macro_calls(data: bytes) -> bytes:
     for found in filter(code, _MACRO_LINE.finditer(data)):
         _blank_span(out, found.start(1), found.end(1))
     for found in filter(code, _SPECIFIER_MACRO.finditer(data)):
-        if _TAG.search(data, data.rfind(b"\n", 0, found.start()) + 1, found.start()) is None:  # a tag: a type
+        if not _after_tag(data, found.start()):  # `struct A_B x`: a type
             _blank_span(out, found.start(1), found.end(1))
     for found in filter(code, _CLASS_MACRO.finditer(data)):
         _blank_span(out, found.start(1), found.end(1))
+    for found in filter(code, _DECLARATOR_MACRO.finditer(data)):
+        group = 1 if found.group(1) else 2
+        _blank_span(out, found.start(group), found.end(group))
     for found in filter(code, _BEFORE_TYPE.finditer(data)):
         if found.group(1) not in _KEYWORDS:
             _blank_span(out, found.start(1), found.end(1))
+    in_line_comment = _LineComments(data)
     for found in filter(code, _TRAILING_ATTRIBUTE.finditer(data)):
-        if b"//" not in data[data.rfind(b"\n", 0, found.start()) + 1 : found.start()]:  # not in a comment
+        if not in_line_comment(found.start()):
             _blank_attributes(data, out, found.start(1), data[found.start()] == 41, budget)
     for found in filter(code, _ALIGNMENT_MACRO.finditer(data)):
         if found.group(1) not in _KEYWORDS:
             _blank_span(out, found.start(2), found.end(2))
+    declaration_open = _DeclarationOpen(out)
     for found in filter(code, _MACRO_CALL.finditer(data)):
         end = _balanced_end(data, found.end() - 1, budget)
-        if end is None or _continues_declaration(out, found.start(1)):
+        if end is None or declaration_open(found.start(1)):
             continue
         if data[_skip_spaces(data, end) : _skip_spaces(data, end) + 1] == b"{":  # a body: `MATCHER(a, b) {`
             out[found.end() : end - 1] = _NOT_NEWLINE.sub(b"_", data[found.end() : end - 1])
@@ -238,6 +258,43 @@ def blank_macro_calls(data: bytes) -> bytes:
     return bytes(out)
 
 
+def _continued(data: bytes, newline: int) -> bool:
+    """Whether the line ending at the offset ``newline`` ends in a backslash (before any ``\\r``): read from
+    the line's end back, never a copy of what precedes it."""
+    index = newline
+    while index > 0 and data[index - 1] == 13:
+        index -= 1
+    return index > 0 and data[index - 1] == 92
+
+
+def _after_tag(data: bytes, start: int) -> bool:
+    """Whether ``class``, ``struct``, ``union`` or ``enum`` and blanks come just before ``start`` on its line
+    (read back over the blanks only, so that the matches on one long line cost linear time in all)."""
+    index = start
+    while index > 0 and data[index - 1] in b" \t":
+        index -= 1
+    return index < start and data.endswith(_TAGS, 0, index)
+
+
+class _LineComments:
+    """Whether an offset is inside a ``//`` comment, for offsets asked in increasing order: each line's first
+    ``//`` is looked for once, so that many questions on one long line cost linear time."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+        self._line_end = -1
+        self._comment = -1
+
+    def __call__(self, offset: int) -> bool:
+        data = self._data
+        if offset > self._line_end:
+            line_start = data.rfind(b"\n", 0, offset) + 1
+            line_end = data.find(b"\n", offset)
+            self._line_end = len(data) if line_end < 0 else line_end
+            self._comment = data.find(b"//", line_start, self._line_end)
+        return self._comment >= 0 and self._comment + 2 <= offset
+
+
 def _directive_spans(data: bytes) -> list[int]:
     """Start and end offsets of every directive (continued lines included), in one sorted list."""
     spans: list[int] = []
@@ -245,7 +302,7 @@ def _directive_spans(data: bytes) -> list[int]:
         if spans and found.start() < spans[-1]:
             continue  # a line continuing the directive before
         end = data.find(b"\n", found.start())
-        while end > 0 and data[:end].rstrip(b"\r").endswith(b"\\"):
+        while end > 0 and _continued(data, end):
             end = data.find(b"\n", end + 1)
         spans += [found.start(), len(data) if end < 0 else end]
     return spans
@@ -307,16 +364,36 @@ def _skip_spaces(data: bytes, index: int) -> int:
 _LAST_NAME = re.compile(rb"[A-Za-z_]\w*$")
 
 
-def _continues_declaration(out: bytearray, start: int) -> bool:
-    """Whether the line before ``start`` leaves a declaration open, so that ``NAME(…)`` is its declarator
-    (``CMS_ContentInfo *`` on the line before ``CMS_create_ex(…);``), not a macro call."""
-    end = start
-    while end > 0 and out[end - 1] in _BLANKS:  # back over the blanks only: no copy of what precedes
-        end -= 1
-    line = bytes(out[out.rfind(b"\n", 0, end) + 1 : end]).split(b"//", 1)[0].strip()  # a comment ends it
-    if not line or line.startswith((b"#", b"*", b"/*")) or line.endswith(b"*/"):
-        return False
-    return line[-1:].isalnum() or line[-1:] in b"_*&,=("
+class _DeclarationOpen:
+    """Whether the line before an offset leaves a declaration open, so that ``NAME(…)`` there is its
+    declarator (``CMS_ContentInfo *`` on the line before ``CMS_create_ex(…);``), not a macro call; asked for
+    increasing offsets of ``out`` as the calls before them are blanked.  A walk back over blanks that
+    reaches the previous offset asked about ends where that one's did, and has its answer: calls blanked
+    one after another after a long line cost linear time, not a walk back over all of them each."""
+
+    def __init__(self, out: bytearray) -> None:
+        self._out = out
+        self._asked = -1
+        self._answer = False
+
+    def __call__(self, start: int) -> bool:
+        out = self._out
+        end = start
+        while end > 0 and out[end - 1] in _BLANKS:  # back over the blanks only: no copy of what precedes
+            end -= 1
+            if end == self._asked:
+                break
+        else:
+            self._answer = self._line_leaves_open(end)
+        self._asked = start
+        return self._answer
+
+    def _line_leaves_open(self, end: int) -> bool:
+        out = self._out
+        line = bytes(out[out.rfind(b"\n", 0, end) + 1 : end]).split(b"//", 1)[0].strip()  # a comment ends it
+        if not line or line.startswith((b"#", b"*", b"/*")) or line.endswith(b"*/"):
+            return False
+        return line[-1:].isalnum() or line[-1:] in b"_*&,=("
 
 
 _BLANKS = b" \t\n\r\x0b\x0c"

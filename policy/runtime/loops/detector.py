@@ -27,7 +27,7 @@ from policy.model.decision import ALLOW, Action, Decision, RuleRef, most_severe
 from policy.model.events import ToolCall, ToolResult
 from policy.model.fingerprint import fingerprint
 from policy.model.hint_template import HintTemplate
-from policy.model.variables import MADE_ON_READ, HintVariables, call_summary, plain_variables
+from policy.model.variables import MADE_ON_READ, HintVariables, call_summary, common_variables
 from policy.runtime.loops.finding import Finding
 from policy.runtime.loops.keys import CallKeys
 from policy.runtime.loops.layer import ErrorKey, Layer, Observed
@@ -51,9 +51,15 @@ class LoopDetector:
         self._result_steps = tuple(
             (index, layer.on_result) for index, layer in layers if layer.takes_results()
         )
-        self._templates = {layer.rule.ref.name: layer.rule.hint for _, layer in layers}
-        self._programs: dict[str, tuple[HintTemplate, Callable[[Mapping[str, Any]], str | None]]] = {}
-        """Rule name -> its template and the template's compiled program, once there is one (``_hint``)."""
+        self.stored_rules = {layer.rule.ref.name: layer.rule.ref.to_state() for _, layer in layers}
+        """Rule name -> the rule as a store keeps it (``RuleRef.to_state``): a decision of this
+        detector's, kept in a scope's state, names its rule with it (read back, never changed)."""
+        self._templates: dict[str, HintTemplate | None] = {
+            layer.rule.ref.name: layer.rule.hint for _, layer in layers}
+        """Rule name -> its template (a finding's ``hint`` is its rule's)."""
+        self._programs: dict[str, Callable[[Mapping[str, Any]], str | None]] = {}
+        """Rule name -> its template's compiled program, once there is one: programs exist only once
+        Jinja2 is loaded (``HintTemplate.compiled_program``), so ``_hint`` looks until it finds one."""
 
     def on_turn(self, state: ScopeState, calls: Sequence[ToolCall], *, render: bool = True) -> Decision:
         """The layers over one batch of calls: the first stop, else the first warning candidate.
@@ -125,19 +131,25 @@ class LoopDetector:
 
     def _hint(self, template: HintTemplate, rule: RuleRef, action: Action, call: ToolCall,
               values: Mapping[str, Any], summary: str) -> tuple[str, dict[str, Any] | None]:
-        """A loop hint's text and what the decision's metadata adds to say about its render
-        (why it fell back; None when it did not).  Through the template's compiled program
+        """A loop hint's text and what the decision's metadata adds to say about its render (why it
+        fell back; None when it did not); ``template`` is the rule's (``_templates``: one per rule
+        name, so its program is kept by that name).  Through the template's compiled program
         with the variables as a plain dict where it can (every warning and stop renders here:
         the text ``render_checked`` gives, without the mapping ``HintVariables`` builds), else
         ``render_checked`` with ``HintVariables``."""
-        kept = self._programs.get(rule.name)
-        program = kept[1] if kept is not None and kept[0] is template else None
+        program = self._programs.get(rule.name)
         if program is None and not template.variables & MADE_ON_READ:
             program = template.compiled_program()
             if program is not None:
-                self._programs[rule.name] = (template, program)
+                self._programs[rule.name] = program
         if program is not None:
-            text = program(plain_variables(self.policy.name, rule, action, call, values, summary))
+            # ``HintVariables`` with ``call`` set to ``summary``, as one plain dict: the same value
+            # for every name the program reads (a name it lacks fails the program, and
+            # ``render_checked`` renders below).
+            variables = common_variables(self.policy.name, rule, action, call)
+            variables.update(values)
+            variables["call"] = summary
+            text = program(variables)
             if text is not None:
                 return text.strip("\n"), None
         variables = HintVariables(self.policy.name, rule, action, call, values)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from policy.model.compiled import CompiledPolicy, FrequencyRule
@@ -67,50 +68,37 @@ class FrequencyLayer(Layer[FrequencyState]):
         self, state: FrequencyState, calls: Sequence[ToolCall], keys: Sequence[str]
     ) -> Finding | None:
         """Count each call in the model's order: a stop ends the count at once; else the first
-        warning candidate, or None."""
-        if len(calls) == 1:
-            return self.on_call(state, calls[0])
+        warning candidate, or None.  (Each call is counted here, not in a method of its own: a
+        batch is mostly one call, and a Python call per counted call costs more than the count.)"""
         selected = None
-        on_call = self.on_call
         for call in calls:
-            finding = on_call(state, call)
-            if finding is None:
-                continue
-            if finding.action == "stop":
-                return finding
-            if selected is None:
-                selected = finding
+            tool = call.name
+            try:  # a tool already in the window (the common case), else a slot for it
+                slot = chr(state.tools.index(tool))
+            except ValueError:
+                slot = _slot(state, tool)
+            window = state.window + slot
+            overflow = len(window) - self.window
+            if overflow > 0:
+                evicted, window = window[:overflow], window[overflow:]
+                state.window = window
+                for gone in set(evicted):
+                    self._after_eviction(state, gone)
+            else:
+                state.window = window
+
+            count = window.count(slot)
+            warn, stop = self._limits.get(tool, self._default)
+            if count >= stop:
+                return self._finding("stop", call, count, warn, stop)
+            if count >= warn and selected is None and slot not in state.warned:
+                selected = self._finding("warn", call, count, warn, stop)
+                selected.mark = partial(self._mark, state, tool, slot)
         return selected
 
     def limits(self, tool: str) -> tuple[int, int]:
         """The tool's (warn, stop) limits."""
         return self._limits.get(tool, self._default)
-
-    def on_call(self, state: FrequencyState, call: ToolCall) -> Finding | None:
-        """Count one call; a stop, an unmarked warning candidate, or None."""
-        try:  # a tool already in the window (the common case), else a slot for it
-            slot = chr(state.tools.index(call.name))
-        except ValueError:
-            slot = _slot(state, call.name)
-        window = state.window + slot
-        overflow = len(window) - self.window
-        if overflow > 0:
-            evicted, window = window[:overflow], window[overflow:]
-            state.window = window
-            for gone in set(evicted):
-                self._after_eviction(state, gone)
-        else:
-            state.window = window
-
-        count = window.count(slot)
-        warn, stop = self._limits.get(call.name, self._default)
-        if count >= stop:
-            return self._finding("stop", call, count, warn, stop)
-        if count >= warn and slot not in state.warned:
-            finding = self._finding("warn", call, count, warn, stop)
-            finding.mark = lambda: self._mark(state, call.name, slot)
-            return finding
-        return None
 
     def _mark(self, state: FrequencyState, tool: str, slot: str) -> None:
         """Suppress the tool's warning, unless its burst already decayed within the batch."""

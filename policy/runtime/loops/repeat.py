@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from policy.model.compiled import CompiledPolicy, RepeatRule
@@ -116,10 +117,13 @@ class RepeatLayer(Layer[RepeatState]):
         keys = state.keys + key
         results = state.results + TOMBSTONE
         overflow = len(keys) - self._width
+        evicted = b""
         if overflow > 0:
-            keys, results = keys[overflow:], results[overflow:]
+            evicted, keys, results = keys[:overflow], keys[overflow:], results[overflow:]
         state.keys, state.results = keys, results
-        if overflow > 0 and state.warned:
+        # Every mark has an entry in the window (``_forget_absent``), so only a marked batch's
+        # entry leaving it can end a mark: one entry leaves per turn (more after a window shrank).
+        if evicted and state.warned and (overflow > DIGEST or evicted in state.warned):
             _forget_absent(state)
         inflight = state.inflight
         for call in calls:
@@ -133,7 +137,7 @@ class RepeatLayer(Layer[RepeatState]):
             return self._finding("stop", state, key, calls, count)
         if count >= rule.warn and key not in state.warned:
             finding = self._finding("warn", state, key, calls, count)
-            finding.mark = lambda: state.warned.append(key)
+            finding.mark = partial(state.warned.append, key)
             return finding
         return None
 
