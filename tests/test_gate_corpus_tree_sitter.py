@@ -35,7 +35,15 @@ with every chunking.  ``POLICYCTL_CORPUS_PART=K/N`` (full mode or not) keeps
 part K of N (1 ≤ K ≤ N) of each language's sorted candidates, every N-th
 from the K-th, before the language's checker runs on them: a large corpus
 (C's 7,400 headers) runs in N reproducible parts.  Figures are printed
-(``pytest -s``) and recorded as test properties.  Every language must have
+(``pytest -s``) and recorded as test properties.
+
+``POLICYCTL_CORPUS_SEED=14`` puts each language's files (the sorted list,
+before its checker runs) in a random order from that seed first, and
+``POLICYCTL_CORPUS_FILES=START:STOP`` keeps that slice of the list (after the
+order, before ``PART``), so ``0:500`` then ``500:1000`` cover the first
+thousand files of one order.  ``POLICYCTL_CORPUS_LOG=PATH`` appends one JSON
+line per file as it is done (a file the checker rejects too), so a run stopped
+part-way says which files it covered and what each gave.  Every language must have
 zero false blocks and block at least ``REQUIRED_BLOCK_RATE[language]``.
 """
 
@@ -43,12 +51,13 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
 from functools import cache
 from multiprocessing import get_context
 from pathlib import Path
@@ -72,6 +81,12 @@ SAMPLE = int(os.environ.get("POLICYCTL_CORPUS_SAMPLE", "8"))
 """Files per language in CI, spread over the sorted list (``POLICYCTL_CORPUS_SAMPLE`` changes it)."""
 PART = tuple(int(number) for number in os.environ.get("POLICYCTL_CORPUS_PART", "1/1").split("/"))
 """``(K, N)``: part K of N of each language's candidates (``POLICYCTL_CORPUS_PART``; all by default)."""
+ORDER_SEED = os.environ.get("POLICYCTL_CORPUS_SEED")
+"""The files in a random order from this seed (``random.Random(seed).shuffle`` of the sorted list)."""
+FILES = os.environ.get("POLICYCTL_CORPUS_FILES")
+"""``START:STOP``: that slice of each language's list, after ``ORDER_SEED``."""
+LOG = os.environ.get("POLICYCTL_CORPUS_LOG")
+"""A file to which one JSON line is appended per corpus file as it is done."""
 MAX_BYTES = (200 if FULL else 48) * 1024
 WINDOWS = {1: 40, 3: 20} if FULL else {1: 20, 3: 10}
 FULL_CHUNKINGS = (None, 10, 50) if FULL else (None, 40)
@@ -212,22 +227,46 @@ def spread(files: list[Path], count: int) -> list[Path]:
 
 def corpus(language: str) -> list[Path]:
     files, accepts = candidates(language)
-    files = files[PART[0] - 1 :: PART[1]]
+    files = part(files)[PART[0] - 1 :: PART[1]]
     if language == "typescript" and files:
-        files = _typescript_accepted(files)
+        files = _typescript_accepted(language, files)
     chosen: list[Path] = []
     pool = files if FULL else spread(files, SAMPLE * 2)
     for path in pool:
         if accepts is None or accepts(path):
             chosen.append(path)
+        else:
+            log(language, str(path), rejected=True)
     return chosen if FULL else spread(chosen, SAMPLE)
 
 
-def _typescript_accepted(files: list[Path]) -> list[Path]:
+def part(files: list[Path]) -> list[Path]:
+    """The files in ``ORDER_SEED``'s order, then the ``FILES`` slice of them."""
+    if ORDER_SEED is not None:
+        files = list(files)
+        random.Random(int(ORDER_SEED)).shuffle(files)
+    if FILES is not None:
+        start, _, stop = FILES.partition(":")
+        files = files[int(start or 0) : int(stop) if stop else None]
+    return files
+
+
+def log(language: str, file: str, **figures: object) -> None:
+    """One corpus file's figures as a JSON line in ``LOG``, if set."""
+    if LOG is not None:
+        with open(LOG, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"language": language, "file": file, **figures}) + "\n")
+
+
+def _typescript_accepted(language: str, files: list[Path]) -> list[Path]:
     pool = files if FULL else spread(files, SAMPLE * 3)
     result = subprocess.run(["node", "-e", _TS_CHECK], input=json.dumps([str(p) for p in pool]),
                             capture_output=True, text=True, cwd=NPM.parent, timeout=600)
-    return [Path(line) for line in result.stdout.split()]
+    accepted = {Path(line) for line in result.stdout.split()}
+    for path in pool:
+        if path not in accepted:
+            log(language, str(path), rejected=True)
+    return [path for path in pool if path in accepted]
 
 
 # --- writing through the gate -------------------------------------------------------------------
@@ -426,8 +465,12 @@ def inject_errors(language: str, file: str) -> InjectionRun:
 # --- the tests ----------------------------------------------------------------------------------
 
 def _map(function: Callable[[str, str], Any], language: str, files: list[Path]) -> list[Any]:
+    """``function`` on every file, each result logged (``LOG``) as it comes."""
     with ProcessPoolExecutor(WORKERS, mp_context=get_context("spawn")) as pool:
-        return list(pool.map(function, [language] * len(files), [str(p) for p in files]))
+        futures = {pool.submit(function, language, str(path)): str(path) for path in files}
+        for future in as_completed(futures):
+            log(language, futures[future], test=function.__name__, **asdict(future.result()))
+        return [future.result() for future in futures]
 
 
 @cache

@@ -137,6 +137,16 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     ("ruby", "def f\n  [1, 2].map do |x| x end\n"),                 # a finished line that ends in `end`
     ("c", "#ifndef A_H\n#define A_H\n#ifdef __cplusplus\nextern \"C\" {\n#endif\nint f(void);\n"),
     ("javascript", "import { a } from './a'\nimport {\n  b,\n"),   # an import list, `from` still to come
+    ("javascript", "var c = (this && this.c) || (Object.create ? (function(o, m) {\n  if (m) m = o;\n"),
+    ("javascript", "module.exports = d && typeof d.get === 'function'\n\t? f([d.get])\n"
+                   "\t: typeof g === 'function'\n\t\t? function getDunder(v) {\n\t\t\treturn g(v);\n"),
+    ("javascript", "m.map((a) => {\n\treturn !a.p ? a.o.t(r, (p) => {\n\t\tif (!t.has(p)) {\n"),
+    *((language, "function f(t) {\n  switch (t) {\n    default:\n      switch (\n"  # `)) {}}`: a block
+                  "        (\"string\" === typeof t.s\n          ? t.then(n, n)\n")
+      for language in ("javascript", "typescript", "tsx")),
+    ("javascript", "(function () {\n  function jsxDEVImpl(\n    type,\n"),  # a function's body still to come
+    ("javascript", "const a = 1;\n\n/**\n * Scans a glob (`isGlob`, `path`).\n *\n * ```js\n"  # `/*` inside
+                   " * console.log(pm.scan('foo/bar/*.js'));\n * { glob: '*.js' }\n"),
     ("php", "<?php\n$a = foo(\n  1,\n  2\n"),                     # a call at top level: `);` to come
     ("rust", "const X: &[u8] = &[\n  1,\n"),
     ("tsx", "import type {\n  DefaultError,\n  InfiniteData,\n"),
@@ -163,6 +173,14 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
               '        if [ -x "`which ar`" ]; then\n          ar tv "$1"\n'
               '        else echo "No ar"; fi ;;\n\n      *.bz2)\n'
               '        if [ -x "`which b`" ]; then\n          b -dc "$1" | tar tvvf -\n'),
+    ("go", "package a\n\nfunc f() {\n\tif !(a ||\n\t\tb ||\n"),  # a header waiting for its block
+    ("go", "package a\n\nfunc f() error {\n\tif err := g(F{\n\t\tw: 1,\n"),  # `}); _ {}`: a condition to come
+    ("go", "package a\n\nfunc f() {\n\tswitch x := g(\n\t\ta,\n"),
+    ("go", "package a\n\nfunc f() {\n\tfor _, c := range []struct {\n\t\tPath []string\n"),  # `}{} {}`
+    ("go", "package a\n\nfunc f() {\n\tfor _, c := range []struct {\n\t\tPath []string\n\t}{\n"
+           "\t\t{ // empty\n\t\t\t[]string{},\n"),  # the literal's `{` opens no block
+    ("go", "package a\n\nvar names = []struct {\n\tn string\n"),  # `}{}`: a type waiting for its literal
+    ("go", "package a\n\nconst (\n\tconfData = `\n\t; name\n"),  # a line break before the group's `)`
     ("rust", "macro_rules! m {\n    (\n        $name:ident, // the name\n        $n:tt,\n"),  # `) => {}}`
     ("rust", "mod a {\n    macro_rules! m {\n        ($x:expr, $($y:tt"),            # `)*) => {}}}`
     ("rust", "macro_rules! m {\n    ($($x:expr),*) => {\n        $(\n            f($x);\n"),  # `)*}}`

@@ -107,6 +107,19 @@ class Grammar:
     angles: bool = False
     """``<`` … ``>`` of type arguments are brackets too: closed in a second try, since a ``<`` in a broken
     region may be a comparison (``Fn<{`` closes as ``}>``)."""
+    headers: Mapping[str, tuple[bytes, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    """A keyword whose header waits for a block (Go's ``if``) → the blocks a completion tries, each written
+    after the brackets opened since the last such keyword whose block has not opened, before the rest (``if
+    err := f(T{`` closes as ``}); _ {}}``)."""
+    type_bodies: frozenset[str] = frozenset()
+    """Nodes or tokens after (or in) which a ``{`` opens a type's body (Go's ``struct {``), not a header's
+    block; the outermost still open closes, in one more try, followed by ``type_literal`` (``x := []struct {``
+    … closes as ``}{}``)."""
+    type_literal: bytes = b""
+    """The literal a type's body closed at the end may wait for (Go's ``{}``)."""
+    literals: frozenset[str] = frozenset()
+    """Nodes or tokens after (or in) which a ``{`` opens a literal (Go's ``[]T{``, ``}{``), not a header's
+    block."""
 
 
 _FOR_DO = re.compile(rb"\bfor[ \t]+\w+([ \t])[ \t]*do\b")
@@ -313,8 +326,25 @@ _C_LIKE = (BLOCK_COMMENT_END, '"')
 _DO_WHILE = {"do": (frozenset({"while"}), " while (0);")}
 _FOLLOWERS = MappingProxyType({"try": (frozenset({"catch", "finally"}), " finally {}"), **_DO_WHILE})
 """``try`` … ``catch``/``finally`` and ``do`` … ``while``: JavaScript, TypeScript, Java, PHP."""
-_TS_FOLLOWERS = MappingProxyType({**_FOLLOWERS, "?": (frozenset({":"}), " : _")})
-"""TypeScript's also: a ``?`` of a conditional type or expression waiting for its ``:``."""
+_JS_FOLLOWERS = MappingProxyType({**_FOLLOWERS, "?": (frozenset({":"}), " : _")})
+"""JavaScript's and TypeScript's also: a ``?`` of a conditional expression (or type) waiting for its ``:``
+(``a ? function () {`` … closes as ``} : _``)."""
+_TS_HEADERS = MappingProxyType({"switch": (b" {}",)})
+"""A ``switch (`` cut before its block (``switch (\n  (a &&`` inside a block closes as ``)) {}}``)."""
+_JS_HEADERS = MappingProxyType({**_TS_HEADERS, "function": (b" {}",)})
+"""JavaScript's also: a function's parameters cut before its body (``function f(\n  a,`` inside a block
+closes as ``) {}}``; TypeScript reads ``function f(a)`` as an overload)."""
+_GO_HEADERS = MappingProxyType({
+    **dict.fromkeys(("if", "switch"), (b" {}", b"; _ {}")),
+    "for": (b" {}",),
+})
+"""Go's headers cut before their block: ``if a ||``, ``if err := f(T{``, ``switch x := g(`` (an initializer
+waiting for its condition), ``for _, c := range []struct {`` (``}{} {}}``: a type waiting for its literal)."""
+_GO_TYPE_BODIES = frozenset({"struct", "interface", "field_declaration_list", "interface_type"})
+_GO_LITERALS = frozenset({"}", "struct_type", "slice_type", "array_type", "implicit_length_array_type",
+                          "map_type", "literal_value"})
+"""A ``{`` after a type that is no bare name opens its literal (``range []struct{ … }{``; ``if x == T{`` opens
+the ``if``'s block, as Go reads it)."""
 _C_FOLLOWERS = MappingProxyType(_DO_WHILE)
 _CPP_FOLLOWERS = MappingProxyType({"try": (frozenset({"catch"}), " catch (...) {}"), **_DO_WHILE})
 _JS_TAILS = (BLOCK_COMMENT_END, "`", '"', "'")
@@ -322,15 +352,16 @@ _JS_TAILS = (BLOCK_COMMENT_END, "`", '"', "'")
 GRAMMARS: dict[str, Grammar] = {
     grammar.name: grammar
     for grammar in (
-        Grammar("javascript", "tree_sitter_javascript", "language", _JS_TAILS, followers=_FOLLOWERS,
-                endings=_JS_ENDINGS),
+        Grammar("javascript", "tree_sitter_javascript", "language", _JS_TAILS, followers=_JS_FOLLOWERS,
+                endings=_JS_ENDINGS, headers=_JS_HEADERS),
         Grammar("typescript", "tree_sitter_typescript", "language_typescript", _JS_TAILS,
-                followers=_TS_FOLLOWERS, endings=_TS_ENDINGS, fillers=_TYPE_ARGUMENTS,
-                stand_ins=_TYPESCRIPT_STAND_INS, angles=True, parameter_types=True),
-        Grammar("tsx", "tree_sitter_typescript", "language_tsx", _JS_TAILS, followers=_TS_FOLLOWERS,
+                followers=_JS_FOLLOWERS, endings=_TS_ENDINGS, fillers=_TYPE_ARGUMENTS,
+                stand_ins=_TYPESCRIPT_STAND_INS, angles=True, parameter_types=True, headers=_TS_HEADERS),
+        Grammar("tsx", "tree_sitter_typescript", "language_tsx", _JS_TAILS, followers=_JS_FOLLOWERS,
                 endings=_TS_ENDINGS, fillers=_TYPE_ARGUMENTS, stand_ins=_TS_STAND_INS, angles=True,
-                parameter_types=True),
-        Grammar("go", "tree_sitter_go", "language", (*_C_LIKE, "`")),
+                parameter_types=True, headers=_TS_HEADERS),
+        Grammar("go", "tree_sitter_go", "language", (*_C_LIKE, "`"), terminator="\n", headers=_GO_HEADERS,
+                type_bodies=_GO_TYPE_BODIES, type_literal=b"{}", literals=_GO_LITERALS),
         Grammar("rust", "tree_sitter_rust", "language", _C_LIKE, terminator=";", fillers=_RUST_ATTRIBUTED,
                 arms=(_RUST_ARMS, b" => {}"), followers=_RUST_FOLLOWERS,
                 stand_ins=((_RUST_TRY, b"_"), (_NEGATIVE_IMPL, b" "), (_UNIT_STRUCT_WHERE, _blank_clause)),

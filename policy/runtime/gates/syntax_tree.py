@@ -306,10 +306,15 @@ def _open_token_start(tail: str, data: bytes) -> int | None:
     if tail in _UNBOUNDED_TAILS:
         return 0
     opener = _TAIL_OPENERS.get(tail)
-    if opener is not None:
-        start = data.rfind(opener)
+    if opener is not None:  # the first opener after the last closer (a comment may hold `/*`: `'a/*.js'`)
         closing = tail.strip("\n").encode()
-        return start if start >= 0 and data.find(closing, start + len(opener)) < 0 else None
+        last = data.rfind(closing)
+        start = data.find(opener, last + len(closing) if last >= 0 else 0)
+        if start < 0:  # `/*/`: the closer's `*` is the opener's
+            start = data.rfind(opener)
+            if start < 0 or data.find(closing, start + len(opener)) >= 0:
+                return None
+        return start
     quote = tail.encode()
     start = data.rfind(quote)
     while start > 0:
@@ -348,7 +353,8 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
     """Endings that close what is open at the end of the text, each with whether a tail closed a string or
     comment and whether it is the plain one (only the closers), likeliest first: after an opener or an
     operator, a filler for the operand."""
-    opened = open_at_end(tree, grammar)
+    state = _open(tree, grammar)
+    opened = state.entries
     close = _closing(opened, grammar)
     # a statement cut before its `;`: `$t = $a['x']` closes as `;}`, `$a = f(\n  1,` as `);`
     statement_end = (grammar.terminator.encode(),) if grammar.terminator else ()
@@ -374,6 +380,10 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
             yield angled[:last] + b"(): _;" + angled[last:], False, False  # `m<T extends X<{` … : a method's
     for ending in (*grammar.endings, *statement_end):
         yield close + ending, False, False
+    for ending in _block_endings(state, grammar) if grammar.headers or grammar.type_bodies else ():
+        yield ending, False, False
+        if content and content[-1] in _OPERAND_EXPECTED:
+            yield FILLERS[0] + ending, False, False  # `if a ||` closes as ` _ {}}`
     if grammar.block_end and close:
         yield close.replace(b"}", grammar.block_end), False, False
     arm = _arm_ending(grammar, data, opened)
@@ -555,10 +565,34 @@ def closers(tree: Any, grammar: Grammar, angles: bool = False) -> bytes:
     return _closing(open_at_end(tree, grammar, angles), grammar)
 
 
-def _closing(opened: list[tuple[str, int]], grammar: Grammar) -> bytes:
-    """What closes the open entries (``open_at_end``), innermost first."""
-    entries = [grammar.followers[entry][1] if entry in grammar.followers else entry
-               for entry, _ in reversed(opened) if entry != _PATTERN]
+def _block_endings(opened: _Opened, grammar: Grammar) -> Iterator[bytes]:
+    """Closers that write what a type's body or a header still waits for: the outermost type's body open
+    followed by its literal (``Grammar.type_bodies``); a block after the closers opened since the last header
+    still waiting for one (``Grammar.headers``), one ending per block its keyword may take, those closers
+    also with the literal."""
+    entries = opened.entries
+    literal = next((index for index, (_, at) in enumerate(entries) if at in opened.type_bodies), None)
+    if literal is not None:
+        yield _closing(entries, grammar, literal)
+    last = max((index for index, (entry, _) in enumerate(entries) if entry in grammar.headers), default=None)
+    if last is None:
+        return
+    outer = _closing(entries[:last], grammar)
+    inner = [_closing(entries[last + 1 :], grammar)]
+    if literal is not None and literal > last:
+        inner.append(_closing(entries[last + 1 :], grammar, literal - last - 1))
+    for block in grammar.headers[entries[last][0]]:
+        for closed in inner:
+            yield closed + block + outer
+
+
+def _closing(opened: list[tuple[str, int]], grammar: Grammar, literal: int | None = None) -> bytes:
+    """The text closing what is open (``open_at_end``'s entries, outermost first), innermost first; the entry
+    at index ``literal`` followed by the grammar's ``type_literal``."""
+    entries = [grammar.followers[entry][1] if entry in grammar.followers
+               else entry + grammar.type_literal.decode() if index == literal else entry
+               for index, (entry, _) in reversed(list(enumerate(opened)))
+               if entry != _PATTERN and entry not in grammar.headers]
     if not entries:
         return b""
     if grammar.terminator:
@@ -570,8 +604,13 @@ def _closing(opened: list[tuple[str, int]], grammar: Grammar) -> bytes:
 
 def open_at_end(tree: Any, grammar: Grammar, angles: bool = False) -> list[tuple[str, int]]:
     """What is still open at the end, outermost first: each closer (or follower's keyword) with the offset
-    of what opened it.  One walk over each node's children, carrying each leaf's parent and previous
-    sibling (a node's ``parent`` and ``prev_sibling`` each scan from the root)."""
+    of what opened it."""
+    return _open(tree, grammar, angles).entries
+
+
+def _open(tree: Any, grammar: Grammar, angles: bool = False) -> _Opened:
+    """``open_at_end`` with the types' bodies.  One walk over each node's children, carrying each leaf's
+    parent and previous sibling (a node's ``parent`` and ``prev_sibling`` each scan from the root)."""
     opened = _Opened()
     tracked = _tracked(grammar.name) | (_ANGLES if angles else frozenset())
     skip_valid = not angles and grammar.name not in _UNBALANCED_VALID
@@ -587,10 +626,11 @@ def open_at_end(tree: Any, grammar: Grammar, angles: bool = False) -> list[tuple
                     continue  # parsed without error: every bracket it opens it closes
                 stack.append((parent, children, index))
                 parent, children, index = node, node.children, 0
-            elif node.type in tracked and not node.is_missing and not (
-                    angles and _angle(opened, node, parent, children[index - 2] if index > 1 else None)):
-                _track(opened, node, parent, grammar)
-    return opened.entries
+            elif node.type in tracked and not node.is_missing:
+                previous = children[index - 2] if index > 1 else None
+                if not (angles and _angle(opened, node, parent, previous)):
+                    _track(opened, node, parent, previous, grammar)
+    return opened
 
 
 _ANGLES = frozenset({"<", *_ANGLES_CLOSED})
@@ -609,7 +649,8 @@ def _tracked(name: str) -> frozenset[str]:
     grammar = GRAMMARS[name]
     followers = {kind for entry in grammar.followers.values() for kind in entry[0]}
     return frozenset({">", *_OPENERS, *_CLOSERS, *grammar.keywords, *grammar.keywords.values(),
-                      *grammar.quotes, *grammar.followers, *followers, *grammar.pattern_starts})
+                      *grammar.quotes, *grammar.followers, *followers, *grammar.pattern_starts,
+                      *grammar.headers})
 
 
 class _Opened:
@@ -618,6 +659,8 @@ class _Opened:
     def __init__(self) -> None:
         self.entries: list[tuple[str, int]] = []
         self._counts: Counter[str] = Counter()
+        self.type_bodies: set[int] = set()
+        """Where each ``{`` opening a type's body is (``Grammar.type_bodies``)."""
 
     def push(self, entry: str, at: int) -> None:
         self.entries.append((entry, at))
@@ -658,10 +701,19 @@ def _angle(opened: _Opened, node: Any, parent: Any, previous: Any) -> bool:
     return False
 
 
-def _track(opened: _Opened, node: Any, parent: Any, grammar: Grammar) -> None:
+def _track(opened: _Opened, node: Any, parent: Any, previous: Any, grammar: Grammar) -> None:
     kind = node.type
     top = opened.top()
-    if kind == ">" and parent is not None and parent.type in _TAGS:
+    if kind in grammar.headers:
+        opened.push(kind, node.start_byte)  # a header: its block still to come
+    elif kind == "{" and grammar.type_bodies and _after(
+            parent, previous, grammar.type_bodies):
+        opened.type_bodies.add(node.start_byte)
+        opened.push("}", node.start_byte)
+    elif kind == "{" and top in grammar.headers and not _after(parent, previous, grammar.literals):
+        opened.pop()  # the header's block opens
+        opened.push("}", node.start_byte)
+    elif kind == ">" and parent is not None and parent.type in _TAGS:
         tag = _end_tag(parent)
         if parent.type in _OPENING_TAGS:
             if tag not in _VOID_ELEMENTS:
@@ -694,6 +746,11 @@ def _track(opened: _Opened, node: Any, parent: Any, grammar: Grammar) -> None:
         opened.close(kind)
     elif kind in grammar.keywords and not (parent is not None and parent.type in grammar.modifier_parents):
         opened.push(grammar.keywords[kind], node.start_byte)
+
+
+def _after(parent: Any, previous: Any, kinds: frozenset[str]) -> bool:
+    """Whether a token's parent or the node before it is one of ``kinds``."""
+    return (parent is not None and parent.type in kinds) or (previous is not None and previous.type in kinds)
 
 
 def _end_tag(tag: Any) -> str:
