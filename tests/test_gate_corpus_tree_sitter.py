@@ -31,19 +31,17 @@ installed (``node --check``, an ES module as ``.mjs``; TypeScript's parser, ``go
 
 CI checks a sample of each language's files (``SAMPLE``, 48 KB at most,
 fewer chunkings); set ``POLICYCTL_CORPUS_FULL=1`` for every file up to 200 KB
-with every chunking.  ``POLICYCTL_CORPUS_PART=K/N`` (full mode or not) keeps
-part K of N (1 ≤ K ≤ N) of each language's sorted candidates, every N-th
-from the K-th, before the language's checker runs on them: a large corpus
-(C's 7,400 headers) runs in N reproducible parts.  Figures are printed
-(``pytest -s``) and recorded as test properties.
+with every chunking.  Figures are printed (``pytest -s``) and recorded as test
+properties.
 
-``POLICYCTL_CORPUS_SEED=14`` puts each language's files (the sorted list,
-before its checker runs) in a random order from that seed first, and
+A full run takes hours for the large corpora (C's 7,400 headers); it runs in
+parts.  ``POLICYCTL_CORPUS_SEED=14`` puts each language's files (the sorted
+list, before its checker runs) in a random order from that seed, and
 ``POLICYCTL_CORPUS_FILES=START:STOP`` keeps that slice of the list (after the
-order, before ``PART``), so ``0:500`` then ``500:1000`` cover the first
-thousand files of one order.  ``POLICYCTL_CORPUS_LOG=PATH`` appends one JSON
-line per file as it is done (a file the checker rejects too), so a run stopped
-part-way says which files it covered and what each gave.  Every language must have
+order), so ``0:500`` then ``500:1000`` cover the first thousand files of one
+order.  ``POLICYCTL_CORPUS_LOG=PATH`` appends one JSON line per file as it is
+done (a file the checker rejects too), so a run stopped part-way says which
+files it covered and what each gave.  Every language must have
 zero false blocks and block at least ``REQUIRED_BLOCK_RATE[language]``.
 """
 
@@ -79,8 +77,6 @@ NPM = Path(os.environ.get("POLICYCTL_CORPUS_NPM", ROOT / ".ci" / "corpus" / "nod
 FULL = os.environ.get("POLICYCTL_CORPUS_FULL") == "1"
 SAMPLE = int(os.environ.get("POLICYCTL_CORPUS_SAMPLE", "8"))
 """Files per language in CI, spread over the sorted list (``POLICYCTL_CORPUS_SAMPLE`` changes it)."""
-PART = tuple(int(number) for number in os.environ.get("POLICYCTL_CORPUS_PART", "1/1").split("/"))
-"""``(K, N)``: part K of N of each language's candidates (``POLICYCTL_CORPUS_PART``; all by default)."""
 ORDER_SEED = os.environ.get("POLICYCTL_CORPUS_SEED")
 """The files in a random order from this seed (``random.Random(seed).shuffle`` of the sorted list)."""
 FILES = os.environ.get("POLICYCTL_CORPUS_FILES")
@@ -227,7 +223,7 @@ def spread(files: list[Path], count: int) -> list[Path]:
 
 def corpus(language: str) -> list[Path]:
     files, accepts = candidates(language)
-    files = part(files)[PART[0] - 1 :: PART[1]]
+    files = part(files)
     if language == "typescript" and files:
         files = _typescript_accepted(language, files)
     chosen: list[Path] = []
