@@ -6,7 +6,10 @@ ending in open brackets, the same shapes for JSON, TOML and YAML, and for
 each tree-sitter gate five shapes: 20,000 open brackets, 2,000 lines of
 calls that never close and of open strings (text tree-sitter's error
 recovery reads slowly), a 100 KB line of a call's arguments, 100 KB of
-valid code ending in 100 open brackets; and for C and C++ three shapes
+valid code ending in 100 open brackets, and (where the language has block
+comments) 20 KB of code with a block comment opened after each unit and
+never closed (tree-sitter's lexer reads each later opener to the end of the
+text: its own parse is quadratic there); and for C and C++ three shapes
 the preprocessor's scans once read in exponential or quadratic time
 (macro calls with long names, a 100 KB line of export macros, macro
 calls in a row).  The gate is the ``partial`` check (the one
@@ -97,6 +100,9 @@ _TREE_SITTER = {
 }
 
 
+_BLOCK_COMMENT = {"html": "<!--", "ruby": "", "shell": ""}
+"""A block comment's opener where it is not ``/*`` (empty: the language has none to leave open)."""
+
 _DISPLAY = {"javascript": "JavaScript", "typescript": "TypeScript", "tsx": "TSX", "cpp": "C++", "php": "PHP",
             "shell": "Shell", "html": "HTML", "css": "CSS"}
 
@@ -104,7 +110,7 @@ _DISPLAY = {"javascript": "JavaScript", "typescript": "TypeScript", "tsx": "TSX"
 def _tree_sitter_inputs() -> dict[str, tuple[str, str]]:
     """Five shapes per tree-sitter language: deep brackets (HTML: elements), lines of calls that never close,
     lines of open strings, one 100 KB line of a call's arguments, 100 KB of valid code ending in open
-    brackets."""
+    brackets; a sixth where the language has block comments: code with one opened after each unit."""
     inputs = {}
     for language, (start, head, call, string, unit) in _TREE_SITTER.items():
         name = _DISPLAY.get(language, language.capitalize())
@@ -119,6 +125,10 @@ def _tree_sitter_inputs() -> dict[str, tuple[str, str]]:
             language, start + head + ("<a " if language == "html" else "f(") + arguments * 33_000)
         inputs[f"{name}: 100 KB of code, then 100 `{opener}`"] = (
             language, start + unit * (100_000 // len(unit)) + head + opener * 100)
+        comment = _BLOCK_COMMENT.get(language, "/*")
+        if comment:
+            inputs[f"{name}: 20 KB of code, each unit followed by `{comment}`"] = (
+                language, start + (unit + comment) * (20_000 // len(unit + comment)))
         if language in ("c", "cpp"):
             inputs.update(_preprocessor_inputs(name, language))
     return inputs
