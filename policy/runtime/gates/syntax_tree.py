@@ -444,11 +444,7 @@ _PAIRS = {b"(": b")", b"[": b"]", b"{": b"}", b"<": b">"}
 def _delimiter_closing(grammar: Grammar, data: bytes) -> tuple[str, ...]:
     """What closes the text's last literal opened by ``Grammar.delimited``: its bracket's pair, or the
     delimiter itself."""
-    if grammar.delimited is None:
-        return ()
-    last = None
-    for last in grammar.delimited.finditer(data):  # noqa: B007 (the last opener is wanted)
-        pass
+    last = _last_match(grammar.delimited, data)
     if last is None:
         return ()
     delimiter = last.group(1)
@@ -457,15 +453,20 @@ def _delimiter_closing(grammar: Grammar, data: bytes) -> tuple[str, ...]:
 
 def _open_raw_string(grammar: Grammar, data: bytes) -> tuple[str, ...]:
     """The closing quote of the text's last raw-string opener when the text does not close it."""
-    if grammar.raw_string is None:
-        return ()
-    last = None
-    for last in grammar.raw_string.finditer(data):  # noqa: B007 (the last opener is wanted)
-        pass
+    last = _last_match(grammar.raw_string, data)
     if last is None:
         return ()
     quote = b'"' + last.group(1)
     return () if data.find(quote, last.end()) >= 0 else (quote.decode(),)
+
+
+def _last_match(pattern: re.Pattern[bytes] | None, data: bytes) -> re.Match[bytes] | None:
+    """The last of ``pattern``'s matches in ``data`` (an opener the text may end inside), or None."""
+    last = None
+    if pattern is not None:
+        for last in pattern.finditer(data):  # noqa: B007 (the last opener is wanted)
+            pass
+    return last
 
 
 def _unclosed_calls(grammar: Grammar, data: bytes, tree: Any) -> list[Site]:
