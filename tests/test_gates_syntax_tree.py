@@ -179,6 +179,8 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     ("go", "package a\n\nfunc f() {\n\tfor _, c := range []struct {\n\t\tPath []string\n"),  # `}{} {}`
     ("go", "package a\n\nfunc f() {\n\tfor _, c := range []struct {\n\t\tPath []string\n\t}{\n"
            "\t\t{ // empty\n\t\t\t[]string{},\n"),  # the literal's `{` opens no block
+    ("go", "package a\n\nfunc f() {\n\tfor _, c := range []struct {\n\t\tt, c string\n\t}{\n"
+           "\t\t{\"yaml\", `\na: 1\n"),  # a raw string, then `}}{} {}}`: the literal, the header's block
     ("go", "package a\n\nvar names = []struct {\n\tn string\n"),  # `}{}`: a type waiting for its literal
     ("go", "package a\n\nconst (\n\tconfData = `\n\t; name\n"),  # a line break before the group's `)`
     ("rust", "macro_rules! m {\n    (\n        $name:ident, // the name\n        $n:tt,\n"),  # `) => {}}`

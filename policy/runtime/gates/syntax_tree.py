@@ -398,8 +398,12 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
         tail_tree = tree_parser.parse(with_tail)
         # a raw string open at the end is no token to a tree in error recovery: its opener tells
         if tail in raw or _closes_open_token(tail_tree, len(data), len(data) + len(tail.rstrip("\n"))):
-            close = closers(tail_tree, grammar)
+            tail_state = _open(tail_tree, grammar)
+            close = _closing(tail_state.entries, grammar)
             yield tail.encode() + close, True, False
+            # `range []struct {` … `{"a", \`` closes as `\`}}{} {}}`: the literal, then the header's block
+            for ending in _block_endings(tail_state, grammar):
+                yield tail.encode() + ending, True, False
             if statement_end and close:
                 yield tail.encode() + statement_end[0] + close, True, False  # `$s = "…` closes as `";}`
             if grammar.block_end and close:
