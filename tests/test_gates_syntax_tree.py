@@ -144,6 +144,9 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     *((language, "function f(t) {\n  switch (t) {\n    default:\n      switch (\n"  # `)) {}}`: a block
                   "        (\"string\" === typeof t.s\n          ? t.then(n, n)\n")
       for language in ("javascript", "typescript", "tsx")),
+    *((language, "function f(i) {\n  switch (i.c) {\n    case 1:\n      if (i.a)\n        m = `A ${\n"
+                  "          i.e ? \"e\" : i.b ? `at` : `mo`\n")  # `}`, the template's `` ` ``, then `}}`
+      for language in ("javascript", "typescript", "tsx")),
     ("javascript", "(function () {\n  function jsxDEVImpl(\n    type,\n"),  # a function's body still to come
     ("javascript", "const a = 1;\n\n/**\n * Scans a glob (`isGlob`, `path`).\n *\n * ```js\n"  # `/*` inside
                    " * console.log(pm.scan('foo/bar/*.js'));\n * { glob: '*.js' }\n"),

@@ -348,18 +348,22 @@ the ``if``'s block, as Go reads it)."""
 _C_FOLLOWERS = MappingProxyType(_DO_WHILE)
 _CPP_FOLLOWERS = MappingProxyType({"try": (frozenset({"catch"}), " catch (...) {}"), **_DO_WHILE})
 _JS_TAILS = (BLOCK_COMMENT_END, "`", '"', "'")
+_TEMPLATE_QUOTES = frozenset({"`"})
+"""A template literal's backtick, closed like a bracket: a text cut inside a ``${`` that spans lines closes
+the substitution, then the template (``m = `A ${\n  a ? `b` : `c``` closes as ``}`…``)."""
 
 GRAMMARS: dict[str, Grammar] = {
     grammar.name: grammar
     for grammar in (
         Grammar("javascript", "tree_sitter_javascript", "language", _JS_TAILS, followers=_JS_FOLLOWERS,
-                endings=_JS_ENDINGS, headers=_JS_HEADERS),
+                endings=_JS_ENDINGS, headers=_JS_HEADERS, quotes=_TEMPLATE_QUOTES),
         Grammar("typescript", "tree_sitter_typescript", "language_typescript", _JS_TAILS,
                 followers=_JS_FOLLOWERS, endings=_TS_ENDINGS, fillers=_TYPE_ARGUMENTS,
-                stand_ins=_TYPESCRIPT_STAND_INS, angles=True, parameter_types=True, headers=_TS_HEADERS),
+                stand_ins=_TYPESCRIPT_STAND_INS, angles=True, parameter_types=True, headers=_TS_HEADERS,
+                quotes=_TEMPLATE_QUOTES),
         Grammar("tsx", "tree_sitter_typescript", "language_tsx", _JS_TAILS, followers=_JS_FOLLOWERS,
                 endings=_TS_ENDINGS, fillers=_TYPE_ARGUMENTS, stand_ins=_TS_STAND_INS, angles=True,
-                parameter_types=True, headers=_TS_HEADERS),
+                parameter_types=True, headers=_TS_HEADERS, quotes=_TEMPLATE_QUOTES),
         Grammar("go", "tree_sitter_go", "language", (*_C_LIKE, "`"), terminator="\n", headers=_GO_HEADERS,
                 type_bodies=_GO_TYPE_BODIES, type_literal=b"{}", literals=_GO_LITERALS),
         Grammar("rust", "tree_sitter_rust", "language", _C_LIKE, terminator=";", fillers=_RUST_ATTRIBUTED,
