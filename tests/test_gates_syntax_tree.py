@@ -192,6 +192,9 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     ("rust", "fn f() {\n    match t.next() {\n        Some(T::Token(\n            Token {\n"
              "                kind: K::Eq,\n"),                                          # `})) => {}}}`
     ("rust", "fn f() {\n    if let Some(x) = y.map(|z| {\n        z + 1\n"),     # `}) {}}`
+    ("rust", "macro_rules! m {\n    () => {\n        /*\n        loop {\n            /*\n"
+             "            f(x,\n"),                                                    # `*/*/`: comments nest
+    ("rust", "fn f() {\n    /* a\n    /* b */\n    let c = 1;\n"),   # the inner comment closed, the outer not
     ("rust", "fn f() {\n    if match x {\n        A => {\n            g(\n"),   # `)}} {}}`
     ("ruby", "module M\n  class_eval %{\n    def do_parse\n      #{r}(x)\n"),          # `}`, then `end`
     ("ruby", "def w3cdtf(date)\n  if /\\A\\s*\n      (-?\\d+)-(\\d\\d)\n"),             # a regex's `/`
@@ -286,6 +289,10 @@ def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str
      "#[cfg(any())]\nimpl !Trait {}\nimpl !! {}\nfn f( {}\nfn g() {}\n"),
     ("rust", "fn f() -> io::Result<()> {\n    let x = try!(g());\n    Ok(())\n}\n",        # 2015's `try!`
      "fn f() -> io::Result<()> {\n    let x = try!(g();\n    Ok(())\n}\n"),
+    ("rust", "fn f(t: T) {\n    match t {\n        L {\n            #[cfg(x)]\n"  # field attributes
+             "            inner: a,\n            #[cfg(not(x))] inner: b, ..\n        } => {}\n    }\n}\n",
+     "fn f(t: T) {\n    match t {\n        L {\n            #[cfg(x)]\n"
+     "            inner: a,\n            #[cfg(not(x))] inner: b, ..\n        } => {}\n    }\n    g(;\n}\n"),
 ])
 def test_valid_code_the_grammar_cannot_parse_is_allowed(language: str, text: str, broken: str,
                                                         policy: CompiledPolicy) -> None:

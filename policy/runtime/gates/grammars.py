@@ -62,6 +62,9 @@ class Grammar:
     raw_string: re.Pattern[bytes] | None = None
     """A raw string's opener whose group 1 its closing quote repeats: the last one gives one more tail (Rust's
     ``r###"`` closes with ``"###``)."""
+    nested_comments: bool = False
+    """Block comments nest (Rust): one still open at the end may need a ``*/`` for each ``/*`` open inside it,
+    a tail of its own (not among ``tails``)."""
     delimited: re.Pattern[bytes] | None = None
     """An opener of a literal that its delimiter (group 1) closes, or the bracket pairing it (Ruby's ``%{``,
     ``%w(``): the last one gives one more tail, tried as the ``tails`` are."""
@@ -294,6 +297,11 @@ _UNIT_STRUCT_WHERE = re.compile(rb"\bstruct[ \t]+\w+\s*(where\b[^;{}()]*);")
 """A unit struct with a where clause (``struct _Test where Error: Send;``), which tree-sitter-rust 0.24 does
 not know: the clause read as blanks (its line breaks kept)."""
 
+_FIELD_ATTRIBUTE = re.compile(rb"(?<=[{,])[ \t\r\n]*+(#\[[^\[\]\n]*+(?:\[[^\[\]\n]*+\][^\[\]\n]*+)*+\])"
+                              rb"(?=\s*+(?:#\[|\.\.|(?:ref[ \t]+|mut[ \t]+)*[A-Za-z_]\w*+\s*+[:,}]))")
+"""An attribute on a field after ``{`` or ``,`` (``L { #[cfg(x)] inner: l, .. }``), which tree-sitter-rust
+0.24 does not know in a struct pattern: read as blanks (a whole attribute on one line: a broken one stays)."""
+
 
 def _blank_clause(found: re.Match[bytes]) -> bytes:
     start, end = found.start(1) - found.start(), found.end(1) - found.start()
@@ -366,9 +374,10 @@ GRAMMARS: dict[str, Grammar] = {
                 parameter_types=True, headers=_TS_HEADERS, quotes=_TEMPLATE_QUOTES),
         Grammar("go", "tree_sitter_go", "language", (*_C_LIKE, "`"), terminator="\n", headers=_GO_HEADERS,
                 type_bodies=_GO_TYPE_BODIES, type_literal=b"{}", literals=_GO_LITERALS),
-        Grammar("rust", "tree_sitter_rust", "language", _C_LIKE, terminator=";", fillers=_RUST_ATTRIBUTED,
-                arms=(_RUST_ARMS, b" => {}"), followers=_RUST_FOLLOWERS,
-                stand_ins=((_RUST_TRY, b"_"), (_NEGATIVE_IMPL, b" "), (_UNIT_STRUCT_WHERE, _blank_clause)),
+        Grammar("rust", "tree_sitter_rust", "language", ('"',), nested_comments=True, terminator=";",
+                fillers=_RUST_ATTRIBUTED, arms=(_RUST_ARMS, b" => {}"), followers=_RUST_FOLLOWERS,
+                stand_ins=((_RUST_TRY, b"_"), (_NEGATIVE_IMPL, b" "), (_UNIT_STRUCT_WHERE, _blank_clause),
+                           (_FIELD_ATTRIBUTE, b" ")),
                 raw_string=re.compile(rb'(?<!\w)[bc]?r(#+)"')),
         Grammar("java", "tree_sitter_java", "language", (BLOCK_COMMENT_END, '"""', '"'), followers=_FOLLOWERS,
                 terminator=";"),

@@ -286,6 +286,9 @@ def _unreachable_before(grammar: Grammar, data: bytes) -> int:
         start = _open_token_start(tail, data)
         if start is not None:
             limit = min(limit, start)
+    nested = _open_nested_comment(grammar, data)
+    if nested is not None:
+        limit = min(limit, nested[0])
     for pattern in (grammar.heredoc, grammar.raw_string, grammar.delimited):
         if pattern is not None:
             for found in pattern.finditer(data):
@@ -391,8 +394,10 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
         yield arm, False, False
     raw = _open_raw_string(grammar, data)
     delimited = _delimiter_closing(grammar, data)
-    for tail in (*grammar.tails, *raw, *delimited):
-        if tail not in raw and tail not in delimited and _open_token_start(tail, data) is None:
+    nested = _open_nested_comment(grammar, data)
+    comment = (BLOCK_COMMENT_END * nested[1],) if nested is not None else ()
+    for tail in (*grammar.tails, *raw, *delimited, *comment):
+        if tail not in (*raw, *delimited, *comment) and _open_token_start(tail, data) is None:
             continue  # the text cannot end inside what this tail closes
         with_tail = data + tail.encode()
         tail_tree = tree_parser.parse(with_tail)
@@ -453,6 +458,27 @@ def _delimiter_closing(grammar: Grammar, data: bytes) -> tuple[str, ...]:
         return ()
     delimiter = last.group(1)
     return (_PAIRS.get(delimiter, delimiter).decode(),)
+
+
+_COMMENT_MARKS = re.compile(rb"/\*|\*/")
+
+
+def _open_nested_comment(grammar: Grammar, data: bytes) -> tuple[int, int] | None:
+    """Where the outermost block comment still open at the end starts and how many are open inside it
+    (itself included), when the grammar's comments nest (``Grammar.nested_comments``); None otherwise.  A
+    ``*/`` with none open counts for nothing (a string's ``"a*/b"``); a ``/*`` in a string counts, and the
+    tail it gives then closes no comment that the text left open, so it is not used."""
+    if not grammar.nested_comments:
+        return None
+    depth, start = 0, 0
+    for mark in _COMMENT_MARKS.finditer(data):
+        if mark.group() == b"/*":
+            if not depth:
+                start = mark.start()
+            depth += 1
+        elif depth:
+            depth -= 1
+    return (start, depth) if depth else None
 
 
 def _open_raw_string(grammar: Grammar, data: bytes) -> tuple[str, ...]:
