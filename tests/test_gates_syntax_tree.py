@@ -202,6 +202,8 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     ("ruby", "unless A.method_defined?(:count)\n  A.class_eval <<-'end;', __FILE__, __LINE__+1\n"
              "    require 'rbconfig'\n\n    def count\n"),                               # a heredoc's `end;`
     ("ruby", "def f(e)\n  case e\n  when :a\n    true\n=begin\n  when :b\n    false\n"),  # `=end`, `end`
+    ("ruby", "def t\n  e.each do |t, v|\n    a(t) do\n      p(m(<<-EOR, {x => u}))\n#{c()}\n"
+             "#{i((\"<\" + p + \":\" + t.to_s + \" r=\\\"\" +\n"),  # ` _))}`, then `EOR`, then `end`s
 ])
 def test_incomplete_prefixes_of_other_languages(language: str, prefix: str, policy: CompiledPolicy) -> None:
     assert write(policy, f"m.{EXTENSIONS[language]}", prefix).metadata.get("incomplete") is True

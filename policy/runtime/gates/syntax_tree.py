@@ -418,10 +418,25 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
     if grammar.heredoc is not None:
         openers = list(grammar.heredoc.finditer(data))
         if openers:
-            terminator = b"\n" + openers[-1].group(2) + b"\n"
-            close = closers(tree_parser.parse(data + terminator), grammar)
-            for filler in (b"", b";"):
-                yield terminator + filler + close, True, False
+            yield from _heredoc_endings(tree_parser, grammar, data, opened, openers[-1])
+
+
+def _heredoc_endings(tree_parser: Any, grammar: Grammar, data: bytes, opened: list[tuple[str, int]],
+                     opener: re.Match[bytes]) -> Iterator[tuple[bytes, bool, bool]]:
+    """Endings that close the heredoc ``opener`` starts, then what is open around it; first what opened
+    inside its body (an interpolation ``#{f((a +`` spanning lines closes as `` _))}`` before the
+    terminator)."""
+    terminator = b"\n" + opener.group(2) + b"\n"
+    body = data.find(b"\n", opener.end()) + 1
+    inside = _closing([entry for entry in opened if entry[1] >= body], grammar) if body else b""
+    heads = [b""]
+    if inside:
+        content = data.rstrip()
+        heads += [inside, FILLERS[0] + inside] if content and content[-1] in _OPERAND_EXPECTED else [inside]
+    for head in heads:
+        close = closers(tree_parser.parse(data + head + terminator), grammar)
+        for filler in (b"", b";"):
+            yield head + terminator + filler + close, True, False
 
 
 def _function_type(close: bytes) -> bytes:
