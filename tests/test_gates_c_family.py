@@ -89,6 +89,9 @@ def status(language: str, text: str, before: str | None = None) -> str:
      "struct s {\n  unsigned int __g_refs[2] __LOCK_ALIGNMENT;\n  int __data __ONCE_ALIGNMENT;\n;\nint x;\n"),
     ("c", "extern int ftime (struct timeb *t)\n  __nonnull ((1)) __THROW;\nint x;\n",
      "extern int ftime (struct timeb *t\n  __nonnull ((1)) __THROW;\nint x;\n"),
+    # a reference initialized in parentheses with a conditional, read as a function declaration
+    ("cpp", "bool F::D() const {\n  const F& path(IsRoot() ? *this\n      : R());\n  return 1;\n}\n",
+     "bool F::D() const {\n  const F& path(IsRoot() ? *this\n      : R();\n  return 1;\n}\n"),
 ])
 def test_valid_code_the_grammar_cannot_parse_is_allowed(language: str, text: str, broken: str) -> None:
     assert parser(language).parse(text.encode()).root_node.has_error

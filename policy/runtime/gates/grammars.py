@@ -261,6 +261,13 @@ _NEW_CONST = re.compile(rb"\bnew[ \t]+(const)\b")
 _TYPENAME_VALUE = re.compile(rb"(?:=|\breturn)[ \t]*(typename)[ \t]+\w")
 """``x = typename T::iterator();``, a value of a dependent type, which tree-sitter-cpp 0.23 does not parse:
 read without the ``typename``."""
+_REFERENCE_INIT = re.compile(
+    rb"^[ \t]*+(?:(?:const|static|constexpr|volatile)[ \t]++)*+"
+    rb"(?!(?:return|case|delete|throw|co_return|co_yield|goto|else|do|new)\b)[A-Za-z_][\w:]*+(?:<[^<>;\n]{0,200}>)?"
+    rb"[ \t]*+(&&?|\*)[ \t]*+[A-Za-z_]\w*+\((?=[^;{}\n]{0,200}\?)", re.MULTILINE)
+"""A reference or pointer declared with its initializer in parentheses holding a conditional (``const
+FilePath& path(IsRoot() ? *this : R());``), which tree-sitter-cpp 0.23 reads as a function declaration and
+rejects: read without its ``&``."""
 _CPP_LINE = re.compile(rb"[ \t]*(?:namespace(?:[ \t]+\w+)?(?:[ \t]+\w+\([^()\n]*\))?[ \t]*(?:\{|\r?\n)"
                        rb"|template[ \t]*<|using[ \t]+namespace\b"
                        rb"|extern[ \t]+\"C\+\+\"|class[ \t]+\w+(?:[ \t]+\w+)?[ \t]*(?:final[ \t]*)?[:{])")
@@ -389,7 +396,7 @@ GRAMMARS: dict[str, Grammar] = {
                 stand_ins=((_MEMBER_OPERATOR, b"_"), (_DEFAULTED_POINTER, b" "), (_DECLTYPE_LIST, b"_"),
                            (_TEMPLATE_MACRO, b"_"), (_BARE_SWITCH, b" "), (_NEW_CONST, b" "),
                            (_STRING_MACRO, _string_for_macro),
-                           (_TYPENAME_VALUE, b" ")),
+                           (_TYPENAME_VALUE, b" "), (_REFERENCE_INIT, b" ")),
                 line_strings=_C_STRINGS, statement_lines=True, misread=_CPP_MISREAD),
         Grammar(
             "ruby", "tree_sitter_ruby", "language", ('"', "'", "`", "/", "\n=end\n"),
