@@ -192,6 +192,14 @@ def test_what_tree_sitter_cpp_reads_into_a_deleted_brace_is_an_error(text: str, 
     "template <typename T>\nstruct B<T*> {\n  B() {}\n",
     "template <typename OutputIt,\n          typename Enable = typename std::is_void<OutputIt>::type>\n",
     "namespace a {\ntemplate <typename OutputIt,\n          typename Enable = typename std::is_void<\n",
+    # an enum's initializer cut after an operator: ` _)} _;`, no `;` inside the enum
+    "template <typename T> class S {\n  template <typename U> struct C {\n    enum {\n"
+    "      value = !(is_a<U>::value ||\n                is_b<U>::value ||\n",
+    # a constructor's initializer list cut inside an initializer: `) {}`, then the class's `};`
+    "namespace {\nclass H : public P {\n public:\n  H(bool f, int m)\n      : a_(new A),\n        b_(f\n",
+    # type arguments cut in a conditional: ` : _>;`
+    "namespace a {\ntemplate <int K, typename F>\nusing L = std::integral_constant<\n    bool,\n"
+    "    (K == 1) ? true\n",
 ])
 def test_cpp_prefixes_stay_incomplete(prefix: str) -> None:
     assert status("cpp", prefix) == "incomplete"

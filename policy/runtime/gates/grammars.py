@@ -96,6 +96,9 @@ class Grammar:
     block_end: bytes = b""
     """What each ``}`` of the closers becomes in one more try: C's ``} _;`` ends a struct, union or enum body
     that waits for a member's or a typedef's name and its ``;`` (and is an empty statement elsewhere)."""
+    call_body: bytes = b""
+    """What may follow the innermost ``)`` among the closers: C++'s constructor body `` {}``, after an
+    initializer list cut inside an initializer (``: a_(b``)."""
     statement_lines: bool = False
     """A last line that ends with the terminator (outside a ``for (`` header) is finished: an error on it
     stands, though the grammar reads it on to the end of the text (C's ``} __attribute__((packed);``)."""
@@ -392,7 +395,8 @@ GRAMMARS: dict[str, Grammar] = {
                 terminator=";", conditionals=True, foreign=_CPP_LINE, block_end=b"} _;",
                 stand_ins=((_BARE_SWITCH, b" "),), line_strings=_C_STRINGS, statement_lines=True),
         Grammar("cpp", "tree_sitter_cpp", "language", (*_C_LIKE, ')"'), followers=_CPP_FOLLOWERS,
-                terminator=";", conditionals=True, block_end=b"} _;", fillers=_TEMPLATE_HEADS,
+                terminator=";", conditionals=True, block_end=b"} _;", call_body=b" {}", angles=True,
+                fillers=_TEMPLATE_HEADS,
                 stand_ins=((_MEMBER_OPERATOR, b"_"), (_DEFAULTED_POINTER, b" "), (_DECLTYPE_LIST, b"_"),
                            (_TEMPLATE_MACRO, b"_"), (_BARE_SWITCH, b" "), (_NEW_CONST, b" "),
                            (_STRING_MACRO, _string_for_macro),

@@ -371,7 +371,7 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
             yield filler + close, False, False
     angled = closers(tree, grammar, angles=True) if grammar.angles else close
     if angled != close:
-        for filler in (b"", b" _"):
+        for filler in (b"", b" _", b" : _"):
             yield filler + angled, False, False
         for ending in grammar.endings:
             yield angled + ending, False, False  # `T extends Array<\n  infer A,` waiting for `>` and `? :`
@@ -389,6 +389,7 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
             yield FILLERS[0] + ending, False, False  # `if a ||` closes as ` _ {}}`
     if grammar.block_end and close:
         yield close.replace(b"}", grammar.block_end), False, False
+        yield from _block_end_variants(grammar, opened, content)
     arm = _arm_ending(grammar, data, opened)
     if arm:
         yield arm, False, False
@@ -437,6 +438,22 @@ def _heredoc_endings(tree_parser: Any, grammar: Grammar, data: bytes, opened: li
         close = closers(tree_parser.parse(data + head + terminator), grammar)
         for filler in (b"", b";"):
             yield head + terminator + filler + close, True, False
+
+
+def _block_end_variants(grammar: Grammar, opened: list[tuple[str, int]],
+                        content: bytes) -> Iterator[tuple[bytes, bool, bool]]:
+    """The closers with each ``}`` as ``Grammar.block_end`` and no terminator before it (an enum's ``{ v = !(a
+    ||`` closes as `` _)} _;``), after a filler for an operand; and with ``Grammar.call_body`` after their
+    first ``)`` (a constructor's initializer list cut inside an initializer, ``: a_(b``, closes as ``)
+    {}} _;``)."""
+    bare = _closing(opened, grammar, terminated=False)
+    blocks = bare.replace(b"}", grammar.block_end)
+    if content and content[-1] in _OPERAND_EXPECTED:
+        yield FILLERS[0] + blocks, False, False
+    yield blocks, False, False
+    if grammar.call_body and b")" in bare:
+        end = bare.index(b")") + 1
+        yield bare[:end] + grammar.call_body + bare[end:].replace(b"}", grammar.block_end), False, False
 
 
 def _function_type(close: bytes) -> bytes:
@@ -632,20 +649,28 @@ def _block_endings(opened: _Opened, grammar: Grammar) -> Iterator[bytes]:
             yield closed + block + outer
 
 
-def _closing(opened: list[tuple[str, int]], grammar: Grammar, literal: int | None = None) -> bytes:
+def _closing(opened: list[tuple[str, int]], grammar: Grammar, literal: int | None = None,
+             terminated: bool = True) -> bytes:
     """The text closing what is open (``open_at_end``'s entries, outermost first), innermost first; the entry
-    at index ``literal`` followed by the grammar's ``type_literal``."""
+    at index ``literal`` followed by the grammar's ``type_literal``; unless not ``terminated``, the grammar's
+    terminator before a ``}`` that follows a ``)``, ``]`` or ``>``."""
     entries = [grammar.followers[entry][1] if entry in grammar.followers
                else entry + grammar.type_literal.decode() if index == literal else entry
                for index, (entry, _) in reversed(list(enumerate(opened)))
                if entry != _PATTERN and entry not in grammar.headers]
     if not entries:
         return b""
-    if grammar.terminator:
-        entries = [grammar.terminator + entry if entry == "}" and index and entries[index - 1] in (")", "]")
-                   else entry for index, entry in enumerate(entries)]
+    if grammar.terminator and terminated:
+        entries = [grammar.terminator + entry
+                   if entry == "}" and index and entries[index - 1] in _ENDS_STATEMENT else entry
+                   for index, entry in enumerate(entries)]
     separator = "\n" if grammar.keywords else ""
     return (separator + separator.join(entries)).encode()
+
+
+_ENDS_STATEMENT = frozenset({")", "]", ">"})
+"""Closers after which a ``}`` ends a statement first (``f(a,`` closes as ``);}``, C++'s ``using T = A<`` as
+``>;}``)."""
 
 
 def open_at_end(tree: Any, grammar: Grammar, angles: bool = False) -> list[tuple[str, int]]:
