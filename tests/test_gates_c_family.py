@@ -89,6 +89,9 @@ def status(language: str, text: str, before: str | None = None) -> str:
      "struct s {\n  unsigned int __g_refs[2] __LOCK_ALIGNMENT;\n  int __data __ONCE_ALIGNMENT;\n;\nint x;\n"),
     ("c", "extern int ftime (struct timeb *t)\n  __nonnull ((1)) __THROW;\nint x;\n",
      "extern int ftime (struct timeb *t\n  __nonnull ((1)) __THROW;\nint x;\n"),
+    # a macro call after a `#define` continued on the next line: that line ends no declaration
+    ("c", "#define B_D \\\n    B_A | B_V\n\nDECLARE_A_FUNCTIONS_name(T, T)\nint f(void);\n",
+     "#define B_D \\\n    B_A | B_V\n\nDECLARE_A_FUNCTIONS_name(T, T)\nint f(void;\nint g(void);\n"),
     # a reference initialized in parentheses with a conditional, read as a function declaration
     ("cpp", "bool F::D() const {\n  const F& path(IsRoot() ? *this\n      : R());\n  return 1;\n}\n",
      "bool F::D() const {\n  const F& path(IsRoot() ? *this\n      : R();\n  return 1;\n}\n"),

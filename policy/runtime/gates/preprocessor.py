@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Callable
 
 _DIRECTIVE_START = re.compile(rb"^[ \t]*#", re.MULTILINE)
 _DIRECTIVE = re.compile(rb"[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b(.*)")
@@ -217,8 +218,11 @@ def blank_macro_calls(data: bytes) -> bytes:
     directives = _directive_spans(data)
     budget = [2 * len(data) + _MACRO_SPAN]  # bytes the parenthesis scans may read in all: linear time
 
+    def code_at(offset: int) -> bool:
+        return bisect.bisect_right(directives, offset) % 2 == 0  # a directive's text is its own
+
     def code(found: re.Match[bytes]) -> bool:
-        return bisect.bisect_right(directives, found.start()) % 2 == 0  # a directive's text is its own
+        return code_at(found.start())
 
     for found in filter(code, _MACRO_LINE.finditer(data)):
         _blank_span(out, found.start(1), found.end(1))
@@ -240,7 +244,7 @@ def blank_macro_calls(data: bytes) -> bytes:
     for found in filter(code, _ALIGNMENT_MACRO.finditer(data)):
         if found.group(1) not in _KEYWORDS:
             _blank_span(out, found.start(2), found.end(2))
-    declaration_open = _DeclarationOpen(out)
+    declaration_open = _DeclarationOpen(out, lambda offset: not code_at(offset))
     for found in filter(code, _MACRO_CALL.finditer(data)):
         end = _balanced_end(data, found.end() - 1, budget)
         if end is None or declaration_open(found.start(1)):
@@ -371,8 +375,10 @@ class _DeclarationOpen:
     reaches the previous offset asked about ends where that one's did, and has its answer: calls blanked
     one after another after a long line cost linear time, not a walk back over all of them each."""
 
-    def __init__(self, out: bytearray) -> None:
+    def __init__(self, out: bytearray, in_directive: Callable[[int], bool]) -> None:
         self._out = out
+        self._in_directive = in_directive
+        """Whether an offset lies in a directive (a ``#define``'s continued lines end no declaration)."""
         self._asked = -1
         self._answer = False
 
@@ -390,6 +396,8 @@ class _DeclarationOpen:
 
     def _line_leaves_open(self, end: int) -> bool:
         out = self._out
+        if end and self._in_directive(end - 1):
+            return False
         line = bytes(out[out.rfind(b"\n", 0, end) + 1 : end]).split(b"//", 1)[0].strip()  # a comment ends it
         if not line or line.startswith((b"#", b"*", b"/*")) or line.endswith(b"*/"):
             return False
