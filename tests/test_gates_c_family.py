@@ -92,6 +92,9 @@ def status(language: str, text: str, before: str | None = None) -> str:
     # a macro call after a `#define` continued on the next line: that line ends no declaration
     ("c", "#define B_D \\\n    B_A | B_V\n\nDECLARE_A_FUNCTIONS_name(T, T)\nint f(void);\n",
      "#define B_D \\\n    B_A | B_V\n\nDECLARE_A_FUNCTIONS_name(T, T)\nint f(void;\nint g(void);\n"),
+    # lower-case specifier macros in a row before a basic type
+    ("c", "static ossl_unused ossl_inline int G(unsigned long e)\n{\n    return e != 0;\n}\n",
+     "static ossl_unused ossl_inline int G(unsigned long e)\n{\n    return (e != 0;\n}\nint x;\n"),
     # a reference initialized in parentheses with a conditional, read as a function declaration
     ("cpp", "bool F::D() const {\n  const F& path(IsRoot() ? *this\n      : R());\n  return 1;\n}\n",
      "bool F::D() const {\n  const F& path(IsRoot() ? *this\n      : R();\n  return 1;\n}\n"),

@@ -56,10 +56,11 @@ _DECLARATOR_MACRO = re.compile(
 void U_EXPORT2``, then ``ufmt_open(`` on the next line; not after a tag, ``struct NODE_T f(``), or before
 a function pointer's name (``typedef void (GL_APIENTRYP PFNGLPROC) (GLenum t);``): a calling convention,
 which expands to an attribute, a ``*`` or nothing."""
-_BEFORE_TYPE = re.compile(rb"(?<![\w.>:])([A-Za-z_]\w*)[ \t]+"
-                          rb"(?=(?:void|char|short|int|long|float|double|signed|unsigned|bool|_Bool)\b)")
-"""A name before a basic type (``__owur int f(``, ``ossl_noreturn void g(``): no type or declarator comes
-there, so unless it is a keyword (``unsigned int``) it is a macro that expands to a specifier or nothing."""
+_BEFORE_TYPE = re.compile(rb"(?<![\w.>:])([A-Za-z_]\w*)[ \t]+(?=(?:[A-Za-z_]\w*+[ \t]+){0,3}?"
+                          rb"(?:void|char|short|int|long|float|double|signed|unsigned|bool|_Bool)\b)")
+"""A name before a basic type, maybe with a few more names between (``__owur int f(``, ``ossl_noreturn void
+g(``, ``static ossl_unused ossl_inline int h(``): no type or declarator comes there, so unless it is a keyword
+(``unsigned int``) it is a macro that expands to a specifier or nothing."""
 _KEYWORDS = frozenset(b"""
 alignas alignof asm auto bool break case catch char class co_await co_return co_yield concept const
 consteval constexpr constinit const_cast continue decltype default delete do double dynamic_cast
