@@ -95,6 +95,9 @@ def status(language: str, text: str, before: str | None = None) -> str:
     # lower-case specifier macros in a row before a basic type
     ("c", "static ossl_unused ossl_inline int G(unsigned long e)\n{\n    return e != 0;\n}\n",
      "static ossl_unused ossl_inline int G(unsigned long e)\n{\n    return (e != 0;\n}\nint x;\n"),
+    # a lower-case attribute macro called with `((` after a parameter list
+    ("c", "int p(B *b, const char *f, ...)\n    o_attr__((__format__(o_printf__, 2, 3)));\nint g(void);\n",
+     "int p(B *b, const char *f, ...\n    o_attr__((__format__(o_printf__, 2, 3)));\nint g(void);\n"),
     # a reference initialized in parentheses with a conditional, read as a function declaration
     ("cpp", "bool F::D() const {\n  const F& path(IsRoot() ? *this\n      : R());\n  return 1;\n}\n",
      "bool F::D() const {\n  const F& path(IsRoot() ? *this\n      : R();\n  return 1;\n}\n"),

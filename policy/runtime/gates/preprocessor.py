@@ -69,11 +69,12 @@ noexcept operator private protected public register reinterpret_cast requires re
 signed sizeof static static_assert static_cast struct switch template this thread_local throw try
 typedef typeid typename union unsigned using virtual void volatile while _Alignas _Alignof _Atomic
 _Bool _Noreturn _Static_assert _Thread_local""".split())
-_ATTRIBUTE_NAME = rb"(?:__\w+|" + _ALL_CAPS + rb")"
+_ATTRIBUTE_NAME = rb"(?:__\w+|" + _ALL_CAPS + rb"|[A-Za-z_]\w*+(?=[ \t]*\(\())"
 _TRAILING_ATTRIBUTE = re.compile(rb"[)\]][ \t]*(?:\r?\n[ \t]*)?(" + _ATTRIBUTE_NAME + rb")")
-"""An implementation's name or an all-caps macro after a declarator's ``)`` or ``]`` (glibc's ``__THROW``,
-``__nonnull ((1))``, ``__LOCK_ALIGNMENT``, fmt's ``FMT_DECLTYPE_RETURN(…)``): an attribute or a trailing
-return type, blanked with its arguments."""
+"""An implementation's name, an all-caps macro or a name called with ``((`` after a declarator's ``)`` or
+``]`` (glibc's ``__THROW``, ``__nonnull ((1))``, ``__LOCK_ALIGNMENT``, fmt's ``FMT_DECLTYPE_RETURN(…)``,
+openssl's ``ossl_bio__attr__((__format__(…)))``): an attribute or a trailing return type, blanked with its
+arguments."""
 _DECLARATION_END = frozenset(b";,{=")
 _ALIGNMENT_MACRO = re.compile(rb"\b([A-Za-z_]\w*)[ \t]+(__[A-Z][A-Z0-9_]*)(?=[ \t]*[;,=])")
 """An implementation's all-caps macro after a declarator's name (glibc's ``int __data __ONCE_ALIGNMENT;``)."""
