@@ -291,6 +291,8 @@ def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str
      "#[cfg(any())]\nimpl !Trait {}\nimpl !! {}\nfn f( {}\nfn g() {}\n"),
     ("rust", "fn f() -> io::Result<()> {\n    let x = try!(g());\n    Ok(())\n}\n",        # 2015's `try!`
      "fn f() -> io::Result<()> {\n    let x = try!(g();\n    Ok(())\n}\n"),
+    ("rust", "fn f() {\n    if p(Token![~]) {}\n}\nmacro_rules! m {\n    ($m:ident, ~) => { 1 };\n}\n",  # `~`
+     "fn f() {\n    if p(Token![~] {}\n}\nmacro_rules! m {\n    ($m:ident, ~) => { 1 };\n}\n"),
     ("rust", "fn f(t: T) {\n    match t {\n        L {\n            #[cfg(x)]\n"  # field attributes
              "            inner: a,\n            #[cfg(not(x))] inner: b, ..\n        } => {}\n    }\n}\n",
      "fn f(t: T) {\n    match t {\n        L {\n            #[cfg(x)]\n"
