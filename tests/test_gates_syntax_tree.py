@@ -196,6 +196,9 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
              "            f(x,\n"),                                                    # `*/*/`: comments nest
     ("rust", "fn f() {\n    /* a\n    /* b */\n    let c = 1;\n"),   # the inner comment closed, the outer not
     ("rust", "fn f() {\n    if match x {\n        A => {\n            g(\n"),   # `)}} {}}`
+    ("rust", "fn f() {\n    if {\n        let a = i.fork();\n        a.is_some()\n"
+             "            && (a.peek(X)\n"),                                     # `)} {}`: a block condition
+    ("rust", "fn t() {\n    for &input in &[\n        \"tuple .0.0\",\n"),   # `] {}}`: the loop's block
     ("ruby", "module M\n  class_eval %{\n    def do_parse\n      #{r}(x)\n"),          # `}`, then `end`
     ("ruby", "def w3cdtf(date)\n  if /\\A\\s*\n      (-?\\d+)-(\\d\\d)\n"),             # a regex's `/`
     ("ruby", "def d(arg)\n  _,          _,\n  goto_table, goto_check,\n"),         # ` = _`: a list assigned

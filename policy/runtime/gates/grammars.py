@@ -324,11 +324,12 @@ def _blank_clause(found: re.Match[bytes]) -> bytes:
 
 _RUST_FOLLOWERS = MappingProxyType({
     "$": (frozenset({"*", "+", "?"}), "*"),
-    **dict.fromkeys(("if", "match"), (frozenset({"{"}), " {}")),
+    **dict.fromkeys(("if", "match", "for"), (frozenset({"{"}), " {}")),
 })
-"""A macro's repetition ``$( … ),*``, whose ``)`` waits for the operator; an ``if`` condition or a ``match``
-scrutinee cut before its block (``if match x {`` … closes as ``} {}``).  Not ``while``: ``while a < b.len( {``
-(a deleted ``)``) would then close as ``}) {}``, a block argument, and pass."""
+"""A macro's repetition ``$( … ),*``, whose ``)`` waits for the operator; an ``if`` condition, a ``match``
+scrutinee or a ``for`` loop's iterator cut before its block (``if match x {`` … closes as ``} {}``, ``for x in
+&[`` … as ``] {}``).  Not ``while``: ``while a < b.len( {`` (a deleted ``)``) would then close as ``}) {}``, a
+block argument, and pass."""
 _RUST_ARMS = re.compile(rb"(?:\bmacro_rules![ \t]*[A-Za-z_]\w*\s*|\bmatch\b[^;{}\n]*)\Z")
 """The head of a ``macro_rules!`` or ``match`` block, whose arms are ``matcher => body`` (a ``match`` on the
 block's line: one in a comment above a function's ``{`` is no head)."""

@@ -800,7 +800,9 @@ def _track(opened: _Opened, node: Any, parent: Any, previous: Any, grammar: Gram
         if kind in grammar.keywords:
             opened.push(grammar.keywords[kind], node.start_byte)  # shell's `if` waits for `then`, then `fi`
         opened.push(kind, node.start_byte)  # a ``try`` or ``do`` whose block has not been followed yet
-    elif top is not None and top in grammar.followers and kind in grammar.followers[top][0]:
+    elif (top is not None and top in grammar.followers and kind in grammar.followers[top][0]
+          and not (kind in _OPENERS and previous is not None and previous.type == top)):
+        # (a `{` right after its keyword opens a block in the header: Rust's `if {` … `} {`)
         opened.pop()
         if kind in grammar.keywords:
             opened.push(grammar.keywords[kind], node.start_byte)  # `do` after `while …` opens the body
