@@ -98,6 +98,9 @@ def status(language: str, text: str, before: str | None = None) -> str:
     # a lower-case attribute macro called with `((` after a parameter list
     ("c", "int p(B *b, const char *f, ...)\n    o_attr__((__format__(o_printf__, 2, 3)));\nint g(void);\n",
      "int p(B *b, const char *f, ...\n    o_attr__((__format__(o_printf__, 2, 3)));\nint g(void);\n"),
+    # an upper-case type alone on its line, its declarator on the next
+    ("c", "MACRO_CALL(a b)\nint s(M *m);\nASN1_STR\n*get0_token(const M *m);\nint g(void);\n",
+     "MACRO_CALL(a b)\nint s(M *m);\nASN1_STR\n*get0_token(const M *m;\nint g(void);\n"),
     # a reference initialized in parentheses with a conditional, read as a function declaration
     ("cpp", "bool F::D() const {\n  const F& path(IsRoot() ? *this\n      : R());\n  return 1;\n}\n",
      "bool F::D() const {\n  const F& path(IsRoot() ? *this\n      : R();\n  return 1;\n}\n"),

@@ -227,7 +227,9 @@ def blank_macro_calls(data: bytes) -> bytes:
         return code_at(found.start())
 
     for found in filter(code, _MACRO_LINE.finditer(data)):
-        _blank_span(out, found.start(1), found.end(1))
+        after = _skip_spaces(data, found.end())
+        if data[after : after + 1] != b"*":  # not a type whose declarator follows (`T\n*f(void);`)
+            _blank_span(out, found.start(1), found.end(1))
     for found in filter(code, _SPECIFIER_MACRO.finditer(data)):
         if not _after_tag(data, found.start()):  # `struct A_B x`: a type
             _blank_span(out, found.start(1), found.end(1))
