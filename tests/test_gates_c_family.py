@@ -101,6 +101,9 @@ def status(language: str, text: str, before: str | None = None) -> str:
     # an upper-case type alone on its line, its declarator on the next
     ("c", "MACRO_CALL(a b)\nint s(M *m);\nASN1_STR\n*get0_token(const M *m);\nint g(void);\n",
      "MACRO_CALL(a b)\nint s(M *m);\nASN1_STR\n*get0_token(const M *m;\nint g(void);\n"),
+    # a macro call declaring a member: no lone `;` left in the struct's body
+    ("c", "struct r {\n\tunion {\n\t\tint t;\n\t\t__DECLARE_FLEX_ARRAY(struct b, bufs);\n\t};\n};\n",
+     "struct r {\n\tunion {\n\t\tint t;\n\t\t__DECLARE_FLEX_ARRAY(struct b, bufs);\n\t};\n\tint f(;\n};\n"),
     # a reference initialized in parentheses with a conditional, read as a function declaration
     ("cpp", "bool F::D() const {\n  const F& path(IsRoot() ? *this\n      : R());\n  return 1;\n}\n",
      "bool F::D() const {\n  const F& path(IsRoot() ? *this\n      : R();\n  return 1;\n}\n"),

@@ -263,7 +263,26 @@ def blank_macro_calls(data: bytes) -> bytes:
             out[found.start(1) : end] = _NOT_NEWLINE.sub(b"_", data[found.start(1) : end])  # an operand
         else:
             _blank_span(out, found.start(1), end)
+            if rest.group(1) and _after_statement(data, found.start(1)):
+                _declaration(out, found.start(1), found.end() - 1, end)
     return bytes(out)
+
+
+def _after_statement(data: bytes, start: int) -> bool:
+    """Whether the text before ``start`` (past blanks) ends a statement, a declaration or a block, or is
+    empty: a declaration may come there, in a struct's body as in a function's."""
+    index = start
+    while index > 0 and data[index - 1] in _BLANKS:
+        index -= 1
+    return index == 0 or data[index - 1] in b";{}"
+
+
+def _declaration(out: bytearray, start: int, parenthesis: int, end: int) -> None:
+    """The blanked macro call from ``start`` to ``end`` (its ``(`` at ``parenthesis``) written as a
+    declaration ``_____ _`` before its ``;``: a blanked call leaves a lone ``;``, which tree-sitter-c rejects
+    in a struct's body (the kernel's ``__DECLARE_FLEX_ARRAY(struct b, bufs);``)."""
+    out[start:parenthesis] = b"_" * (parenthesis - start)
+    out[end - 1] = ord("_")
 
 
 def _continued(data: bytes, newline: int) -> bool:
