@@ -231,6 +231,7 @@ def test_an_error_followed_by_more_text_blocks_even_in_a_prefix(policy: Compiled
     ("typescript", "const f = <T,>(a: T) => a ? (b;\nconst g = 1;\n", 1),
     ("rust", 'fn t() {\n    let a = r#"x"#;\n    let b = (1;\n    s!(f, @r##"\n    F {\n', 3),
     ("rust", "fn f(n: u8) -> u8 {\n    match n {\n        0 => (1,\n        2 => 3,\n        #[cfg(x)]\n", 4),
+    ("rust", "struct S {\n    #[cfg(not(x)]\n    a: u8,\n    b: u8,\n}\n", 2),  # an attribute without `)`
     ("css", "a {\n  color: var(--x;\n  top: 0;\n  left: 0;\n", 2),  # `)` deleted: all else in it
     ("css", 'a {\n  font: "Mono, ", Courier New", monospace;\n}\nb { top: 0 }\n', 2),  # a tree with no error
 ])

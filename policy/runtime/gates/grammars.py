@@ -310,10 +310,12 @@ _UNIT_STRUCT_WHERE = re.compile(rb"\bstruct[ \t]+\w+\s*(where\b[^;{}()]*);")
 """A unit struct with a where clause (``struct _Test where Error: Send;``), which tree-sitter-rust 0.24 does
 not know: the clause read as blanks (its line breaks kept)."""
 
-_FIELD_ATTRIBUTE = re.compile(rb"(?<=[{,])[ \t\r\n]*+(#\[[^\[\]\n]*+(?:\[[^\[\]\n]*+\][^\[\]\n]*+)*+\])"
+_FIELD_ATTRIBUTE = re.compile(rb"(?<=[{,])[ \t\r\n]*+"
+                              rb"(#\[(?:[^\[\]()\n]++|\((?:[^()\n]++|\([^()\n]*+\))*+\))*+\])"
                               rb"(?=\s*+(?:#\[|\.\.|(?:ref[ \t]+|mut[ \t]+)*[A-Za-z_]\w*+\s*+[:,}]))")
 """An attribute on a field after ``{`` or ``,`` (``L { #[cfg(x)] inner: l, .. }``), which tree-sitter-rust
-0.24 does not know in a struct pattern: read as blanks (a whole attribute on one line: a broken one stays)."""
+0.24 does not know in a struct pattern: read as blanks (a whole attribute on one line, its parentheses
+balanced: a broken one stays)."""
 
 
 def _blank_clause(found: re.Match[bytes]) -> bytes:
