@@ -295,8 +295,12 @@ def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str
      "#[cfg(any())]\nimpl !Trait {}\nimpl !! {}\nfn f( {}\nfn g() {}\n"),
     ("rust", "fn f() -> io::Result<()> {\n    let x = try!(g());\n    Ok(())\n}\n",        # 2015's `try!`
      "fn f() -> io::Result<()> {\n    let x = try!(g();\n    Ok(())\n}\n"),
-    ("rust", "fn f() {\n    if p(Token![~]) {}\n}\nmacro_rules! m {\n    ($m:ident, ~) => { 1 };\n}\n",  # `~`
-     "fn f() {\n    if p(Token![~] {}\n}\nmacro_rules! m {\n    ($m:ident, ~) => { 1 };\n}\n"),
+    ("rust", "fn f() {\n    if p(Token![~]) {}\n}\nmacro_rules! m {\n    (~) => { 1 };\n    [$] => {};\n}\n",
+     "fn f() {\n    if p(Token![~] {}\n}\nmacro_rules! m {\n    (~) => { 1 };\n    [$] => {};\n}\n"),
+    ("rust", "fn f() {\n    let r: Option<raw> = if i.peek(raw) { g() } else { None };\n"  # `raw` a name
+             "    let p = &raw const x;\n}\n",
+     "fn f() {\n    let r: Option<raw> = if i.peek(raw { g() } else { None };\n"
+     "    let p = &raw const x;\n}\n"),
     ("rust", "fn f(t: T) {\n    match t {\n        L {\n            #[cfg(x)]\n"  # field attributes
              "            inner: a,\n            #[cfg(not(x))] inner: b, ..\n        } => {}\n    }\n}\n",
      "fn f(t: T) {\n    match t {\n        L {\n            #[cfg(x)]\n"

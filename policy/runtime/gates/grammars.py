@@ -300,9 +300,13 @@ inside ``class A {``), ``catch (…) {`` inside a ``try`` block read as a functi
 a block read as braces (``TEST(A, B {`` … ``const T x;``)."""
 _RUST_TRY = re.compile(rb"(?<![\w$])(try)!")
 """Rust 2015's ``try!(…)`` macro, a keyword to tree-sitter-rust 0.24: read as a macro named ``___``."""
-_TILDE_TOKEN = re.compile(rb"~(?=[ \t]*[)\]},])")
-"""A ``~`` alone in a macro's tokens (``Token![~]``, ``($m:ident, ~) =>``), a token tree-sitter-rust 0.24
-does not know: read as ``_`` (as an operator it would have an operand after it)."""
+_LONE_TOKEN = re.compile(rb"[~$](?=[ \t]*[)\]},])")
+"""A ``~`` or ``$`` alone in a macro's tokens (``Token![~]``, ``($m:ident, ~) =>``, ``[$] =>``), which
+tree-sitter-rust 0.24 does not know there: read as ``_`` (as an operator ``~`` would have an operand after
+it, ``$`` a name or ``(``)."""
+_RAW_NAME = re.compile(rb"(?<![\w#$'])raw(?!\w)(?![ \t]+(?:const|mut)\b)")
+"""``raw`` used as a name (syn's ``Option<raw>``, ``input.peek(raw)``), a keyword to tree-sitter-rust 0.24
+(``&raw const x``): read as ``___``."""
 _NEGATIVE_IMPL = re.compile(rb"\bimpl[ \t]+(!)(?=!|[A-Za-z_][\w:]*[ \t]*\{)")
 """``impl !Trait {}``, ``impl !! {}``: a negative impl with no type (rustc parses it under ``#[cfg]``),
 which tree-sitter-rust 0.24 does not know: read without its ``!``."""
@@ -392,7 +396,7 @@ GRAMMARS: dict[str, Grammar] = {
                 type_bodies=_GO_TYPE_BODIES, type_literal=b"{}", literals=_GO_LITERALS),
         Grammar("rust", "tree_sitter_rust", "language", ('"',), nested_comments=True, terminator=";",
                 fillers=_RUST_ATTRIBUTED, arms=(_RUST_ARMS, b" => {}"), followers=_RUST_FOLLOWERS,
-                stand_ins=((_RUST_TRY, b"_"), (_TILDE_TOKEN, b"_"), (_NEGATIVE_IMPL, b" "),
+                stand_ins=((_RUST_TRY, b"_"), (_LONE_TOKEN, b"_"), (_RAW_NAME, b"_"), (_NEGATIVE_IMPL, b" "),
                            (_UNIT_STRUCT_WHERE, _blank_clause), (_FIELD_ATTRIBUTE, b" ")),
                 raw_string=re.compile(rb'(?<!\w)[bc]?r(#+)"')),
         Grammar("java", "tree_sitter_java", "language", (BLOCK_COMMENT_END, '"""', '"'), followers=_FOLLOWERS,
