@@ -104,6 +104,15 @@ def status(language: str, text: str, before: str | None = None) -> str:
     # a macro call declaring a member: no lone `;` left in the struct's body
     ("c", "struct r {\n\tunion {\n\t\tint t;\n\t\t__DECLARE_FLEX_ARRAY(struct b, bufs);\n\t};\n};\n",
      "struct r {\n\tunion {\n\t\tint t;\n\t\t__DECLARE_FLEX_ARRAY(struct b, bufs);\n\t};\n\tint f(;\n};\n"),
+    # an array of pointers made with `new`; an attribute macro after a method's `const`
+    ("cpp", "T const** G() {\n  auto const** const t = new const T*[static_cast<size_t>(\n      u.c())];\n"
+     "  return t;\n}\n",
+     "T const** G() {\n  auto const** const t = new const T*[static_cast<size_t>(\n      u.c()];\n"
+     "  return t;\n}\n"),
+    ("cpp", "class A {\n  virtual void U(const void* a,\n      ::std::ostream* os) const\n"
+     "      GTEST_LOCK_EXCLUDED_(g_gmock_mutex) = 0;\n};\n",
+     "class A {\n  virtual void U(const void* a,\n      ::std::ostream* os const\n"
+     "      GTEST_LOCK_EXCLUDED_(g_gmock_mutex) = 0;\n};\n"),
     # a reference initialized in parentheses with a conditional, read as a function declaration
     ("cpp", "bool F::D() const {\n  const F& path(IsRoot() ? *this\n      : R());\n  return 1;\n}\n",
      "bool F::D() const {\n  const F& path(IsRoot() ? *this\n      : R();\n  return 1;\n}\n"),
@@ -212,6 +221,9 @@ def test_what_tree_sitter_cpp_reads_into_a_deleted_brace_is_an_error(text: str, 
     "      value = !(is_a<U>::value ||\n                is_b<U>::value ||\n",
     # a constructor's initializer list cut inside an initializer: `) {}`, then the class's `};`
     "namespace {\nclass H : public P {\n public:\n  H(bool f, int m)\n      : a_(new A),\n        b_(f\n",
+    # a macro call whose arguments span lines, an operand of the next line's `<<`
+    "namespace a {\nTEST_F(D, E) {\n  EXPECT_TRUE(e == \"a\" ||  // GCC\n      e == \"b\")   // MSVC\n"
+    "      << \" where \" << e;\n}\n\n",
     # type arguments cut in a conditional: ` : _>;`
     "namespace a {\ntemplate <int K, typename F>\nusing L = std::integral_constant<\n    bool,\n"
     "    (K == 1) ? true\n",

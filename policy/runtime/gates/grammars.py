@@ -261,6 +261,9 @@ def _string_for_macro(found: re.Match[bytes]) -> bytes:
 
 _NEW_CONST = re.compile(rb"\bnew[ \t]+(const)\b")
 """``new const char('a')``, which tree-sitter-cpp 0.23 does not parse: read without the ``const``."""
+_NEW_POINTER_ARRAY = re.compile(rb"\bnew[ \t]+(?:const[ \t]+)?[A-Za-z_][\w:]*+[ \t]*(\*++)(?=[ \t]*\[)")
+"""``new const T*[n]``, an array of pointers, which tree-sitter-cpp 0.23 does not parse: read without the
+``*``."""
 _TYPENAME_VALUE = re.compile(rb"(?:=|\breturn)[ \t]*(typename)[ \t]+\w")
 """``x = typename T::iterator();``, a value of a dependent type, which tree-sitter-cpp 0.23 does not parse:
 read without the ``typename``."""
@@ -410,7 +413,7 @@ GRAMMARS: dict[str, Grammar] = {
                 stand_ins=((_MEMBER_OPERATOR, b"_"), (_DEFAULTED_POINTER, b" "), (_DECLTYPE_LIST, b"_"),
                            (_TEMPLATE_MACRO, b"_"), (_BARE_SWITCH, b" "), (_NEW_CONST, b" "),
                            (_STRING_MACRO, _string_for_macro),
-                           (_TYPENAME_VALUE, b" "), (_REFERENCE_INIT, b" ")),
+                           (_TYPENAME_VALUE, b" "), (_REFERENCE_INIT, b" "), (_NEW_POINTER_ARRAY, b" ")),
                 line_strings=_C_STRINGS, statement_lines=True, misread=_CPP_MISREAD),
         Grammar(
             "ruby", "tree_sitter_ruby", "language", ('"', "'", "`", "/", "\n=end\n"),

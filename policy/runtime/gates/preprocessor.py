@@ -70,11 +70,12 @@ signed sizeof static static_assert static_cast struct switch template this threa
 typedef typeid typename union unsigned using virtual void volatile while _Alignas _Alignof _Atomic
 _Bool _Noreturn _Static_assert _Thread_local""".split())
 _ATTRIBUTE_NAME = rb"(?:__\w+|" + _ALL_CAPS + rb"|[A-Za-z_]\w*+(?=[ \t]*\(\())"
-_TRAILING_ATTRIBUTE = re.compile(rb"[)\]][ \t]*(?:\r?\n[ \t]*)?(" + _ATTRIBUTE_NAME + rb")")
+_TRAILING_ATTRIBUTE = re.compile(rb"[)\]](?:[ \t]*+(?:const|volatile|override|final|noexcept)\b)*+"
+                                 rb"[ \t]*(?:\r?\n[ \t]*)?(" + _ATTRIBUTE_NAME + rb")")
 """An implementation's name, an all-caps macro or a name called with ``((`` after a declarator's ``)`` or
 ``]`` (glibc's ``__THROW``, ``__nonnull ((1))``, ``__LOCK_ALIGNMENT``, fmt's ``FMT_DECLTYPE_RETURN(…)``,
-openssl's ``ossl_bio__attr__((__format__(…)))``): an attribute or a trailing return type, blanked with its
-arguments."""
+openssl's ``ossl_bio__attr__((__format__(…)))``), maybe after a method's qualifiers (``) const
+GTEST_LOCK_EXCLUDED_(mu) = 0;``): an attribute or a trailing return type, blanked with its arguments."""
 _DECLARATION_END = frozenset(b";,{=")
 _ALIGNMENT_MACRO = re.compile(rb"\b([A-Za-z_]\w*)[ \t]+(__[A-Z][A-Z0-9_]*)(?=[ \t]*[;,=])")
 """An implementation's all-caps macro after a declarator's name (glibc's ``int __data __ONCE_ALIGNMENT;``)."""
@@ -260,7 +261,8 @@ def blank_macro_calls(data: bytes) -> bytes:
         if rest is None:
             continue
         if not rest.group(1) and rest.group(2) and rest.group(2)[0] in _CONTINUATION:
-            out[found.start(1) : end] = _NOT_NEWLINE.sub(b"_", data[found.start(1) : end])  # an operand
+            _blank_span(out, found.start(1), end)  # an operand: one name, also when its arguments span lines
+            out[found.start(1)] = ord("_")
         else:
             _blank_span(out, found.start(1), end)
             if rest.group(1) and _after_statement(data, found.start(1)):
