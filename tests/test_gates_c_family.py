@@ -113,6 +113,11 @@ def status(language: str, text: str, before: str | None = None) -> str:
      "      GTEST_LOCK_EXCLUDED_(g_gmock_mutex) = 0;\n};\n",
      "class A {\n  virtual void U(const void* a,\n      ::std::ostream* os const\n"
      "      GTEST_LOCK_EXCLUDED_(g_gmock_mutex) = 0;\n};\n"),
+    # an attribute macro on the line after a parameter list, before the body
+    ("cpp", "class A {\n  const T* G(const F* m,\n      ::std::ostream* why)\n"
+     "      GTEST_EXCLUSIVE_LOCK_REQUIRED_(g_gmock_mutex) {\n    return 0;\n  }\n};\n",
+     "class A {\n  const T* G(const F* m,\n      ::std::ostream* why)\n"
+     "      GTEST_EXCLUSIVE_LOCK_REQUIRED_(g_gmock_mutex) {\n    return (0;\n  }\n};\n"),
     # a reference initialized in parentheses with a conditional, read as a function declaration
     ("cpp", "bool F::D() const {\n  const F& path(IsRoot() ? *this\n      : R());\n  return 1;\n}\n",
      "bool F::D() const {\n  const F& path(IsRoot() ? *this\n      : R();\n  return 1;\n}\n"),

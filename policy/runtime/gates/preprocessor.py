@@ -251,6 +251,8 @@ def blank_macro_calls(data: bytes) -> bytes:
             _blank_span(out, found.start(2), found.end(2))
     declaration_open = _DeclarationOpen(out, lambda offset: not code_at(offset))
     for found in filter(code, _MACRO_CALL.finditer(data)):
+        if out[found.start(1)] != data[found.start(1)]:
+            continue  # blanked already, as an attribute (`)`, then `GTEST_LOCK_REQUIRED_(mu) {` on its line)
         end = _balanced_end(data, found.end() - 1, budget)
         if end is None or declaration_open(found.start(1)):
             continue
