@@ -110,9 +110,9 @@ def status(language: str, text: str, before: str | None = None) -> str:
      "T const** G() {\n  auto const** const t = new const T*[static_cast<size_t>(\n      u.c()];\n"
      "  return t;\n}\n"),
     ("cpp", "class A {\n  virtual void U(const void* a,\n      ::std::ostream* os) const\n"
-     "      GTEST_LOCK_EXCLUDED_(g_gmock_mutex) = 0;\n};\n",
+     "      GTEST_LOCK_EXCLUDED_(g_gmock_mutex) = 0;\n  T* F(const A& a)\n      const GTEST_L_(mu) {}\n};\n",
      "class A {\n  virtual void U(const void* a,\n      ::std::ostream* os const\n"
-     "      GTEST_LOCK_EXCLUDED_(g_gmock_mutex) = 0;\n};\n"),
+     "      GTEST_LOCK_EXCLUDED_(g_gmock_mutex) = 0;\n  T* F(const A& a)\n      const GTEST_L_(mu) {}\n};\n"),
     # an attribute macro on the line after a parameter list, before the body
     ("cpp", "class A {\n  const T* G(const F* m,\n      ::std::ostream* why)\n"
      "      GTEST_EXCLUSIVE_LOCK_REQUIRED_(g_gmock_mutex) {\n    return 0;\n  }\n};\n",

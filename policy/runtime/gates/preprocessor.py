@@ -70,7 +70,7 @@ signed sizeof static static_assert static_cast struct switch template this threa
 typedef typeid typename union unsigned using virtual void volatile while _Alignas _Alignof _Atomic
 _Bool _Noreturn _Static_assert _Thread_local""".split())
 _ATTRIBUTE_NAME = rb"(?:__\w+|" + _ALL_CAPS + rb"|[A-Za-z_]\w*+(?=[ \t]*\(\())"
-_TRAILING_ATTRIBUTE = re.compile(rb"[)\]](?:[ \t]*+(?:const|volatile|override|final|noexcept)\b)*+"
+_TRAILING_ATTRIBUTE = re.compile(rb"[)\]](?:\s*+(?:const|volatile|override|final|noexcept)\b)*+"
                                  rb"[ \t]*(?:\r?\n[ \t]*)?(" + _ATTRIBUTE_NAME + rb")")
 """An implementation's name, an all-caps macro or a name called with ``((`` after a declarator's ``)`` or
 ``]`` (glibc's ``__THROW``, ``__nonnull ((1))``, ``__LOCK_ALIGNMENT``, fmt's ``FMT_DECLTYPE_RETURN(…)``,
