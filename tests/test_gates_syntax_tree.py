@@ -205,6 +205,7 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     ("ruby", "unless A.method_defined?(:count)\n  A.class_eval <<-'end;', __FILE__, __LINE__+1\n"
              "    require 'rbconfig'\n\n    def count\n"),                               # a heredoc's `end;`
     ("ruby", "def f(e)\n  case e\n  when :a\n    true\n=begin\n  when :b\n    false\n"),  # `=end`, `end`
+    ("ruby", "def f\n  if $1 =~ /a/m then\n    re = %r%\n      \\A(\n      (^\\s*\\n)+\n"),  # `%`, `end`s
     ("ruby", "def t\n  e.each do |t, v|\n    a(t) do\n      p(m(<<-EOR, {x => u}))\n#{c()}\n"
              "#{i((\"<\" + p + \":\" + t.to_s + \" r=\\\"\" +\n"),  # ` _))}`, then `EOR`, then `end`s
 ])
@@ -289,6 +290,8 @@ def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str
      "<p>Default: <code>'> '</code> or <code>a >= 0</code>, <code><%= data.a %></code></p\n<p>x</p>\n"),
     ("html", "<p>Use <tt>zpipe < foo.txt > foo.txt.z</tt>, prompt <code>'> '</code>.</p>\n",  # `< `
      "<p>Use <tt>zpipe < foo.txt > foo.txt.z</tt>, prompt <code>'> '</code>.</p\n<p>x</p>\n"),
+    ("ruby", "def t(v)\n  case v\n  when :$_, :$\\, :$,, :$;, :$.\n    1\n  end\nend\n",  # special globals
+     "def t(var)\n  case var\n  when :$_, :$/, :$\\, :$,, :$;\n    f(1\n  end\nend\nx = 1\n"),
     ("rust", "struct _Test\nwhere\n    Error: Send + Sync;\nfn f() {}\n",  # a unit struct's where clause
      "struct _Test\nwhere\n    Error: Send + Sync;\nfn f( {}\nfn g() {}\n"),
     ("rust", "#[cfg(any())]\nimpl !Trait {}\nimpl !! {}\nfn f() {}\n",                  # negative impls

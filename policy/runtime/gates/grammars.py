@@ -352,6 +352,9 @@ _SHELL_CONDITIONS = MappingProxyType({
 """A condition cut before its ``then`` or ``do`` (``if a || {`` … ``}``, ``if case … esac``), a ``for`` list
 before its ``do``: the completion writes the keyword where the condition ends, after the blocks open inside
 it."""
+_SPECIAL_GLOBAL_SYMBOL = re.compile(rb"(?<=:\$)[,;\\.$?@:=](?=[\s,)\]}])")
+"""A symbol of a special global (``:$,``, ``:$;``, ``:$\\``, ``:$.``, ``:$$``, ``:$?``), which
+tree-sitter-ruby 0.23 does not know: read as ``:$_``."""
 _RUBY_BLOCKS = ("def", "class", "module", "do", "begin", "case", "if", "unless", "while", "until", "for")
 _C_LIKE = (BLOCK_COMMENT_END, '"')
 _DO_WHILE = {"do": (frozenset({"while"}), " while (0);")}
@@ -421,7 +424,8 @@ GRAMMARS: dict[str, Grammar] = {
             modifier_parents=frozenset({"if_modifier", "unless_modifier", "while_modifier", "until_modifier",
                                         "rescue_modifier", "conditional"}),
             heredoc=re.compile(rb"<<[~-]?(['\"`]?)((?<=['\"`])[^'\"`\n]+|[A-Za-z_]\w*)\1"),
-            delimited=re.compile(rb"(?<![\w)\]}])%[qQwWiIrsx]?([({\[<|!/^])"),
+            delimited=re.compile(rb"(?<![\w)\]}])%[qQwWiIrsx]?([({\[<|!/^]|%(?=\s))"),
+            stand_ins=((_SPECIAL_GLOBAL_SYMBOL, b"_"),),
         ),
         Grammar("php", "tree_sitter_php", "language_php", (*_C_LIKE, "'"), followers=_FOLLOWERS,
                 terminator=";", heredoc=re.compile(rb"<<<[ \t]*(['\"]?)([A-Za-z_]\w*)\1"),
