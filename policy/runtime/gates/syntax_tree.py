@@ -122,7 +122,57 @@ def check_syntax_tree(name: str, text: str, partial: bool, before: str | None = 
 
 def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> tuple[str, list[Site]]:
     """``valid``, ``incomplete`` or ``invalid`` with the error sites that stand."""
-    tree = tree_parser.parse(data)
+    comment = _open_comment(tree_parser, grammar, data)
+    if comment is None:
+        return _analyse_tree(tree_parser, grammar, data, tree_parser.parse(data), partial)
+    start, closer, tree = comment
+    _, sites = _analyse_tree(tree_parser, grammar, data + closer, tree, partial)  # a CSS string a line ends
+    if not partial:  # whole, the text is broken where the comment opens
+        sites.append(Site(start, start, closer.strip(b"\n").decode()))
+    return ("invalid", sites) if sites else ("incomplete", [])
+
+
+def _open_comment(tree_parser: Any, grammar: Grammar, data: bytes) -> tuple[int, bytes, Any] | None:
+    """For a text that may end inside a block comment with more of its openers after the first one
+    (``int x; /*`` many times): where the comment starts, its closer (``Grammar.tails``) and the tree of the
+    text with the closer appended, when that tree has no error and reads a comment from inside the text to
+    the closer; None otherwise.
+
+    Tree-sitter lexes each opener after an unclosed one to the end of the text, so its own parse of such a
+    text is quadratic; the text with the closer appended parses in linear time.  The comment runs to the end
+    (no closer follows its opener): the text is what precedes it followed by a comment, a cut-off prefix, and,
+    whole, broken only there (the comment is not closed).  A closed text with an error is no proof: once a
+    closer follows, tree-sitter reads a comment even inside a CSS string or an HTML attribute's value (``a {
+    content: "/*"``), leaving that string open; such a text, and one with a single opener (one read to the
+    end), is parsed as it is."""
+    for tail in grammar.tails:
+        opener = _TAIL_OPENERS.get(tail)
+        start = _open_token_start(tail, data) if opener is not None else None
+        if opener is None or start is None or data.find(opener, start + len(opener)) < 0:
+            continue
+        closer = tail.encode()
+        tree = tree_parser.parse(data + closer)
+        if tree.root_node.has_error:
+            return None
+        end = len(data) + len(closer.rstrip(b"\n"))
+        node = tree.root_node.descendant_for_byte_range(end - 1, end)
+        for _ in range(_COMMENT_PARTS):  # the comment, or a part of it (Rust's doc comments)
+            if node is None:
+                break
+            if node.end_byte >= end and "comment" in node.type and data.startswith(opener, node.start_byte):
+                return node.start_byte, closer, tree
+            node = node.parent
+    return None
+
+
+_COMMENT_PARTS = 2
+"""How many nodes up from the closer's last byte the comment it closes is looked for (a bounded walk: each
+``parent`` scans from the root)."""
+
+
+def _analyse_tree(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any,
+                  partial: bool) -> tuple[str, list[Site]]:
+    """``_analyse`` of ``data`` parsed as ``tree``."""
     if not tree.root_node.has_error:
         broken = _line_broken_strings(grammar, data) if grammar.lenient_strings else []
         return ("invalid", broken) if broken else ("valid", [])
