@@ -30,7 +30,11 @@ parse.  Otherwise the gate blocks only what the write breaks:
   valid text only where the gate would block a valid prefix of it cut at a
   line end, what the corpus test counts);
 - an error the file already had before the write (same line, the edit's
-  shift applied) is not the write's doing.
+  shift applied) is not the write's doing;
+- a text ending inside a block comment that holds more openers (which
+  tree-sitter's lexer reads to the end from each: a quadratic parse) is
+  parsed with the comment closed, and decided by that parse when it has no
+  error (``_open_comment``).
 
 Every step is a linear parse or walk (a tree's leaves are walked once with
 their parents, never asked for ``parent``, which scans from the root), and
