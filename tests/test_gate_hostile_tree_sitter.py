@@ -96,10 +96,20 @@ def open_comments(language: str, junk: str = "", size: int = COMMENT_BYTES) -> s
     return start + junk + (unit + opener) * (size // len(unit + opener))
 
 
+OPEN_BLOCKS = {
+    # blocks opened before the code, which the comment leaves open
+    "javascript": "class A {\n  m() {\n", "typescript": "function f() {\n", "tsx": "function F() {\n",
+    "go": "func f() {\n", "java": "class A {\n  void f() {\n", "c": "int f() {\n",
+    "cpp": "namespace n {\nint f() {\n", "ruby": "def f\n", "php": "function f() {\n", "css": "@media x {\n",
+    "html": "<div>\n",
+}
+
+
+@pytest.mark.parametrize("blocks", [False, True])
 @pytest.mark.parametrize("language", OPEN_COMMENTS)
-def test_a_comment_left_open_before_more_openers_is_read_in_linear_time(language: str) -> None:
+def test_a_comment_left_open_before_more_openers_is_read_in_linear_time(language: str, blocks: bool) -> None:
     # 60 KB took 4 s (HTML) to minutes (C, JavaScript): every parse of the text read each opener to its end
-    text = open_comments(language)
+    text = open_comments(language, OPEN_BLOCKS[language] if blocks else "")
     verdict = _check_in_bound(language, text, (text + OPEN_COMMENTS[language][3]).encode())
     assert verdict.status == "incomplete"  # the comment may close: the code before it is a cut-off prefix
 
@@ -113,6 +123,9 @@ def test_a_text_ending_in_a_comment_is_parsed_with_the_comment_closed(
         parsed = _counting_parses(language, monkeypatch)
         check_syntax_tree(language, text, partial=partial)
         assert parsed == [closed], [len(data) for data in parsed]
+    parsed = _counting_parses(language, monkeypatch)  # then with the blocks it leaves open closed
+    check_syntax_tree(language, open_comments(language, OPEN_BLOCKS[language], size=2_000), partial=True)
+    assert len(parsed) == 2 and parsed[1].startswith(parsed[0]), [len(data) for data in parsed]
 
 
 @pytest.mark.parametrize("language", OPEN_COMMENTS)

@@ -129,43 +129,60 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> 
     comment = _open_comment(tree_parser, grammar, data)
     if comment is None:
         return _analyse_tree(tree_parser, grammar, data, tree_parser.parse(data), partial)
-    start, closer, tree = comment
-    _, sites = _analyse_tree(tree_parser, grammar, data + closer, tree, partial)  # a CSS string a line ends
+    start, closer, completed, tree = comment
+    _, sites = _analyse_tree(tree_parser, grammar, completed, tree, partial)  # a CSS string a line ends
     if not partial:  # whole, the text is broken where the comment opens
         sites.append(Site(start, start, closer.strip(b"\n").decode()))
     return ("invalid", sites) if sites else ("incomplete", [])
 
 
-def _open_comment(tree_parser: Any, grammar: Grammar, data: bytes) -> tuple[int, bytes, Any] | None:
+def _open_comment(tree_parser: Any, grammar: Grammar, data: bytes) -> tuple[int, bytes, bytes, Any] | None:
     """For a text that may end inside a block comment with more of its openers after the first one
-    (``int x; /*`` many times): where the comment starts, its closer (``Grammar.tails``) and the tree of the
-    text with the closer appended, when that tree has no error and reads a comment from inside the text to
-    the closer; None otherwise.
+    (``int x; /*`` many times): where the comment starts, its closer (``Grammar.tails``), and the text
+    completed by that closer (then by the closers of what it leaves open) with its tree, when that tree has
+    no error and the closer's reads a comment from inside the text to the closer; None otherwise.
 
     Tree-sitter lexes each opener after an unclosed one to the end of the text, so its own parse of such a
-    text is quadratic; the text with the closer appended parses in linear time.  The comment runs to the end
-    (no closer follows its opener): the text is what precedes it followed by a comment, a cut-off prefix, and,
-    whole, broken only there (the comment is not closed).  A closed text with an error is no proof: once a
-    closer follows, tree-sitter reads a comment even inside a CSS string or an HTML attribute's value (``a {
-    content: "/*"``), leaving that string open; such a text, and one with a single opener (one read to the
-    end), is parsed as it is."""
+    text is quadratic; with the closer appended it parses in linear time.  The comment runs to the end (no
+    closer follows its opener): a completion without an error makes the text a cut-off prefix (the gate's
+    own completion with that tail, tried first), and, whole, broken only there (the comment is not closed).
+    A completion with an error is no proof: once a closer follows, tree-sitter reads a comment even inside
+    a CSS string or an HTML attribute's value (``a { content: "/*"``), leaving that string open; such a
+    text, and one with a single opener (one read to the end), is parsed as it is."""
     for tail in grammar.tails:
         opener = _TAIL_OPENERS.get(tail)
         start = _open_token_start(tail, data) if opener is not None else None
         if opener is None or start is None or data.find(opener, start + len(opener)) < 0:
             continue
         closer = tail.encode()
-        tree = tree_parser.parse(data + closer)
-        if tree.root_node.has_error:
+        completed = data + closer
+        tree = tree_parser.parse(completed)
+        start = _comment_start(tree, data, opener, len(data) + len(closer.rstrip(b"\n")))
+        if start is None:
             return None
-        end = len(data) + len(closer.rstrip(b"\n"))
-        node = tree.root_node.descendant_for_byte_range(end - 1, end)
-        for _ in range(_COMMENT_PARTS):  # the comment, or a part of it (Rust's doc comments)
-            if node is None:
-                break
-            if node.end_byte >= end and "comment" in node.type and data.startswith(opener, node.start_byte):
-                return node.start_byte, closer, tree
-            node = node.parent
+        if tree.root_node.has_error:
+            close = closers(tree, grammar)
+            if not close:
+                return None
+            completed += close
+            tree = tree_parser.parse(completed)
+            if tree.root_node.has_error:
+                return None
+        return start, closer, completed, tree
+    return None
+
+
+def _comment_start(tree: Any, data: bytes, opener: bytes, end: int) -> int | None:
+    """Where the comment ending at ``end`` in ``tree`` starts, when it starts inside ``data`` with
+    ``opener``; None otherwise."""
+    node = tree.root_node.descendant_for_byte_range(end - 1, end)
+    for _ in range(_COMMENT_PARTS):  # the comment, or a part of it (Rust's doc comments)
+        if node is None:
+            break
+        if node.end_byte >= end and "comment" in node.type and data.startswith(opener, node.start_byte) \
+                and node.start_byte < len(data):
+            return int(node.start_byte)
+        node = node.parent
     return None
 
 
