@@ -33,8 +33,8 @@ parse.  Otherwise the gate blocks only what the write breaks:
   shift applied) is not the write's doing;
 - a text ending inside a block comment that holds more openers (which
   tree-sitter's lexer reads to the end from each: a quadratic parse) is
-  parsed with the comment closed, and decided by that parse when it has no
-  error (``_open_comment``).
+  parsed with the comment closed (then what that leaves open), and decided
+  by that completion when it has no error (``_open_comment``).
 
 Every step is a linear parse or walk (a tree's leaves are walked once with
 their parents, never asked for ``parent``, which scans from the root), and
