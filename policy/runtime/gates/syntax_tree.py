@@ -139,8 +139,9 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> 
 def _open_comment(tree_parser: Any, grammar: Grammar, data: bytes) -> tuple[int, bytes, bytes, Any] | None:
     """For a text that may end inside a block comment with more of its openers after the first one
     (``int x; /*`` many times): where the comment starts, its closer (``Grammar.tails``), and the text
-    completed by that closer (then by the closers of what it leaves open) with its tree, when that tree has
-    no error and the closer's reads a comment from inside the text to the closer; None otherwise.
+    completed by that closer (one per opener where comments nest, Rust's; then the closers of what it leaves
+    open) with its tree, when that tree has no error and the closer's reads a comment from inside the text
+    to the closer; None otherwise.
 
     Tree-sitter lexes each opener after an unclosed one to the end of the text, so its own parse of such a
     text is quadratic; with the closer appended it parses in linear time.  The comment runs to the end (no
@@ -157,8 +158,12 @@ def _open_comment(tree_parser: Any, grammar: Grammar, data: bytes) -> tuple[int,
         closer = tail.encode()
         completed = data + closer
         tree = tree_parser.parse(completed)
-        start = _comment_start(tree, data, opener, len(data) + len(closer.rstrip(b"\n")))
-        if start is None:
+        found = _comment_start(tree, data, opener, len(completed.rstrip(b"\n")))
+        if found is None and tail == BLOCK_COMMENT_END:  # comments that nest (Rust): one closer per opener
+            completed = data + closer * data.count(opener, start)
+            tree = tree_parser.parse(completed)
+            found = _comment_start(tree, data, opener, len(completed))
+        if found is None:
             return None
         if tree.root_node.has_error:
             close = closers(tree, grammar)
@@ -168,19 +173,20 @@ def _open_comment(tree_parser: Any, grammar: Grammar, data: bytes) -> tuple[int,
             tree = tree_parser.parse(completed)
             if tree.root_node.has_error:
                 return None
-        return start, closer, completed, tree
+        return found, closer, completed, tree
     return None
 
 
 def _comment_start(tree: Any, data: bytes, opener: bytes, end: int) -> int | None:
     """Where the comment ending at ``end`` in ``tree`` starts, when it starts inside ``data`` with
-    ``opener``; None otherwise."""
+    ``opener`` and is whole (not closed by a ``MISSING`` closer: a comment that nests deeper); None
+    otherwise."""
     node = tree.root_node.descendant_for_byte_range(end - 1, end)
     for _ in range(_COMMENT_PARTS):  # the comment, or a part of it (Rust's doc comments)
         if node is None:
             break
-        if node.end_byte >= end and "comment" in node.type and data.startswith(opener, node.start_byte) \
-                and node.start_byte < len(data):
+        if node.end_byte >= end and "comment" in node.type and not node.has_error \
+                and data.startswith(opener, node.start_byte) and node.start_byte < len(data):
             return int(node.start_byte)
         node = node.parent
     return None
