@@ -100,7 +100,7 @@ _TREE_SITTER = {
 }
 
 
-_BLOCK_COMMENT = {"html": "<!--", "ruby": "", "shell": ""}
+_BLOCK_COMMENT = {"html": "<!--", "ruby": "=begin\n", "shell": ""}
 """A block comment's opener where it is not ``/*`` (empty: the language has none to leave open)."""
 
 _DISPLAY = {"javascript": "JavaScript", "typescript": "TypeScript", "tsx": "TSX", "cpp": "C++", "php": "PHP",
@@ -127,7 +127,7 @@ def _tree_sitter_inputs() -> dict[str, tuple[str, str]]:
             language, start + unit * (100_000 // len(unit)) + head + opener * 100)
         comment = _BLOCK_COMMENT.get(language, "/*")
         if comment:
-            inputs[f"{name}: 20 KB of code, each unit followed by `{comment}`"] = (
+            inputs[f"{name}: 20 KB of code, each unit followed by `{comment.strip()}`"] = (
                 language, start + (unit + comment) * (20_000 // len(unit + comment)))
         if language in ("c", "cpp"):
             inputs.update(_preprocessor_inputs(name, language))

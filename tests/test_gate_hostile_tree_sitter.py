@@ -3,11 +3,13 @@
 Each input is 60 KB of what an agent can write in one call: brackets nested
 60,000 deep (a closers walk that asked each leaf for its parent took 5 to 27 s
 on these), and for HTML a paragraph of 7,000 elements ending in an open
-attribute.  The bound is generous, so that a loaded machine cannot fail it:
-``PARSES`` parses of the same text by tree-sitter (timed here, so a slow
-grammar or machine raises it alike) plus ``SECONDS_PER_100_KB`` of the
-gate's own linear work.  The figures against one parse are in
-``bench/bench_gate_hostile.py``.
+attribute; and code with a block comment opened after each unit, where
+tree-sitter's own parse is quadratic.  The bound is generous, so that a
+loaded machine cannot fail it: ``PARSES`` parses of the same text by
+tree-sitter (timed here, so a slow grammar or machine raises it alike; for
+the open comments, of the text with the comment closed, which parses in
+linear time) plus ``SECONDS_PER_100_KB`` of the gate's own linear work.  The
+figures against one parse are in ``bench/bench_gate_hostile.py``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pytest
 from policy.model.validators import SYNTAX_TREE_LANGUAGES
 from policy.runtime.gates import syntax_tree
 from policy.runtime.gates.grammars import parser
+from policy.runtime.gates.problems import Verdict
 from policy.runtime.gates.syntax_tree import check_syntax_tree
 
 PARSES = 10
@@ -67,15 +70,131 @@ def test_the_preprocessor_reads_hostile_text_in_linear_time(language: str, shape
     _check_in_bound(language, PREPROCESSOR_SHAPES[shape])
 
 
-def _check_in_bound(language: str, text: str) -> None:
+OPEN_COMMENTS = {
+    # language: (text before the code, a unit of valid code, the opener of a block comment, the gate's closer)
+    "javascript": ("", "f(a, b);\n", "/*", "*/"),
+    "typescript": ("", "let a: number = 1;\n", "/*", "*/"),
+    "tsx": ("", "const a = <div>{b}</div>;\n", "/*", "*/"),
+    "go": ("package main\n", "var x = 1\n", "/*", "*/"),
+    "rust": ("", "fn f() {}\n", "/*", "*/"),
+    "java": ("", "class A {}\n", "/*", "*/"),
+    "c": ("", "int x;\n", "/*", "*/"),
+    "cpp": ("", "int x;\n", "/*", "*/"),
+    "ruby": ("", "x = 1\n", "=begin\n", "\n=end\n"),
+    "php": ("<?php\n", "$x = 1;\n", "/*", "*/"),
+    "css": ("", "a { b: c; }\n", "/*", "*/"),
+    "html": ("", "<p>a</p>\n", "<!--", "-->"),
+}
+JUNK = {"html": "</p>\n"}
+"""A line the grammar reads as an error (default ``x = ) (;``)."""
+COMMENT_BYTES = 60_000
+
+
+def open_comments(language: str, junk: str = "", size: int = COMMENT_BYTES) -> str:
+    """Code with a block comment opened after each unit and never closed: the first runs to the end, holding
+    the others (tree-sitter's lexer reads each of those to the end again: its own parse is quadratic)."""
+    start, unit, opener, _ = OPEN_COMMENTS[language]
+    return start + junk + (unit + opener) * (size // len(unit + opener))
+
+
+OPEN_BLOCKS = {
+    # blocks opened before the code, which the comment leaves open
+    "javascript": "class A {\n  m() {\n", "typescript": "function f() {\n", "tsx": "function F() {\n",
+    "go": "func f() {\n", "rust": "fn f() {\n", "java": "class A {\n  void f() {\n", "c": "int f() {\n",
+    "cpp": "namespace n {\nint f() {\n", "ruby": "def f\n", "php": "function f() {\n", "css": "@media x {\n",
+    "html": "<div>\n",
+}
+
+
+@pytest.mark.parametrize("blocks", [False, True])
+@pytest.mark.parametrize("language", OPEN_COMMENTS)
+def test_a_comment_left_open_before_more_openers_is_read_in_linear_time(language: str, blocks: bool) -> None:
+    # 60 KB took 4 s (HTML) to minutes (C, JavaScript): every parse of the text read each opener to its end
+    text = open_comments(language, OPEN_BLOCKS[language] if blocks else "")
+    verdict = _check_in_bound(language, text, (text + OPEN_COMMENTS[language][3]).encode())
+    assert verdict.status == "incomplete"  # the comment may close: the code before it is a cut-off prefix
+
+
+@pytest.mark.parametrize("language", OPEN_COMMENTS)
+def test_a_text_ending_in_a_comment_is_parsed_with_the_comment_closed(
+        language: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = open_comments(language, size=2_000)
+    closed = (text + OPEN_COMMENTS[language][3]).encode()
+    parses = 2 if language in NESTED else 1
+    for partial in (True, False):
+        parsed = _counting_parses(language, monkeypatch)
+        check_syntax_tree(language, text, partial=partial)
+        sizes = list(map(len, parsed))
+        assert len(parsed) == parses and all(data.startswith(closed) for data in parsed), sizes
+    parsed = _counting_parses(language, monkeypatch)  # then with the blocks it leaves open closed
+    check_syntax_tree(language, open_comments(language, OPEN_BLOCKS[language], size=2_000), partial=True)
+    assert len(parsed) == parses + 1 and parsed[-1].startswith(parsed[-2]), list(map(len, parsed))
+
+
+NESTED = frozenset({"rust"})
+"""Where comments nest: one closer does not close the outermost, one per opener does (a parse more)."""
+
+
+@pytest.mark.parametrize("language", OPEN_COMMENTS)
+def test_the_comment_a_whole_text_ends_inside_is_its_error(language: str) -> None:
+    text = open_comments(language, size=200)
+    assert check_syntax_tree(language, text, partial=True).status == "incomplete"
+    _assert_open_comment(language, text, text.index(OPEN_COMMENTS[language][2]))
+    broken = open_comments(language, JUNK.get(language, "x = ) (;\n"), size=200)
+    line = OPEN_COMMENTS[language][0].count("\n") + 1
+    for partial in (True, False):  # a line broken before the comment is blocked
+        verdict = check_syntax_tree(language, broken, partial=partial)
+        assert verdict.problem is not None and verdict.problem.line == line
+
+
+STRINGS = {
+    # a line whose string holds a comment's opener, after the text before the code
+    "javascript": 'x = "/*";\n',
+    "go": 'var s = "/*"\n',
+    "java": 'class B { String s = "/*"; }\n',
+    "c": 'char *s = "/*";\n',
+    "php": '$s = "/*";\n',
+    "css": 'a { content: "/*"; }\n',
+    "html": '<p title="<!--">a</p>\n',
+}
+READ_AS_COMMENTS = frozenset({"css", "html"})
+"""Where tree-sitter reads a comment in such a string once a closer follows (the string is then left open):
+the text is parsed as it is, and open comments after the strings are blocked, as they were before."""
+
+
+@pytest.mark.parametrize("language", STRINGS)
+def test_a_comment_opener_in_a_string_opens_no_comment(language: str) -> None:
+    start, _, opener, _ = OPEN_COMMENTS[language]
+    strings = start + STRINGS[language] * 3
+    for partial in (True, False):
+        assert check_syntax_tree(language, strings, partial=partial).status == "valid"
+    if language not in READ_AS_COMMENTS:  # the comment is the one opened after the strings
+        text = strings + open_comments(language, size=200)[len(start) :]
+        assert check_syntax_tree(language, text, partial=True).status == "incomplete"
+        _assert_open_comment(language, text, text.index(opener, len(strings)))
+
+
+def _assert_open_comment(language: str, text: str, comment: int) -> None:
+    """The whole text's error is the comment opened at ``comment``: its closer is missing."""
+    whole = check_syntax_tree(language, text, partial=False)
+    assert whole.problem is not None
+    line = text.count("\n", 0, comment) + 1
+    expected = ("invalid", f"missing `{OPEN_COMMENTS[language][3].strip()}`", line)
+    assert (whole.status, whole.problem.message, whole.problem.line) == expected
+
+
+def _check_in_bound(language: str, text: str, timed: bytes | None = None) -> Verdict:
+    """Check ``text`` against the bound, timing the parse of ``timed`` (by default the text)."""
     check_syntax_tree(language, "x = (", partial=True)  # the grammar's queries are built once, not timed
     data = text.encode()
-    bound = PARSES * _parse_seconds(language, data) + SECONDS_PER_100_KB * len(data) / 100_000
+    bound = PARSES * _parse_seconds(language, data if timed is None else timed) \
+        + SECONDS_PER_100_KB * len(data) / 100_000
     start = time.perf_counter()
     verdict = check_syntax_tree(language, text, partial=True)
     elapsed = time.perf_counter() - start
     assert verdict.status in ("incomplete", "invalid")  # the text has an error: no valid-path shortcut
     assert elapsed <= bound, f"{language}: {elapsed:.2f} s for {len(data) // 1000} KB (bound {bound:.2f} s)"
+    return verdict
 
 
 BROKEN_EARLY = {
@@ -92,17 +211,24 @@ BROKEN_EARLY = {
 @pytest.mark.parametrize("case", BROKEN_EARLY)
 def test_a_text_broken_early_is_decided_in_few_parses(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
     language = case.split(",")[0]
+    text = BROKEN_EARLY[case]
+    parsed = _counting_parses(language, monkeypatch)
+    assert check_syntax_tree(language, text, partial=True).status == "invalid"
+    sizes = list(map(len, parsed))
+    assert sum(sizes) <= 2 * len(text.encode()), f"{len(parsed)} parses of {sizes}"
+
+
+def _counting_parses(language: str, monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """The texts the gate's parser for ``language`` parses from now on, in order."""
     real = parser(language)
-    parsed: list[int] = []
+    parsed: list[bytes] = []
 
     class Counting:
         language = real.language
 
         def parse(self, data: bytes) -> object:
-            parsed.append(len(data))
+            parsed.append(data)
             return real.parse(data)
 
     monkeypatch.setattr(syntax_tree, "parser", lambda name: Counting())
-    text = BROKEN_EARLY[case]
-    assert check_syntax_tree(language, text, partial=True).status == "invalid"
-    assert sum(parsed) <= 2 * len(text.encode()), f"{len(parsed)} parses of {parsed}"
+    return parsed

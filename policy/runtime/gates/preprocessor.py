@@ -18,8 +18,11 @@ from collections.abc import Callable
 
 _DIRECTIVE_START = re.compile(rb"^[ \t]*#", re.MULTILINE)
 _DIRECTIVE = re.compile(rb"[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b(.*)")
-_CONTINUED_COMMENT = re.compile(rb"/\*(?:[^*]|\*(?!/))*\*/(?=[ \t]*\\\r?\n)"
-                                rb"|/\*(?:[^*\n]|\*(?!/))*\*/(?=[ \t]*[^\s\\])")
+_BLOCK_COMMENT = re.compile(rb"/\*(?:[^*]++|\*(?!/))*+(\*/|\Z)")
+"""A block comment, or one open to the end of the text: matched whole, so that no search starts again at an
+opener inside it (one open comment holding many openers was read to its end from each)."""
+_CONTINUED = re.compile(rb"[ \t]*\\\r?\n")
+_CODE_AFTER = re.compile(rb"[ \t]*[^\s\\]")
 _NOT_NEWLINE = re.compile(rb"[^\r\n]")
 _FUNCTION_DEFINE = re.compile(rb"[ \t]*#[ \t]*define[ \t]+\w+\(")
 """A function-like macro's definition: its parameter list is grammar, its body a token list."""
@@ -190,7 +193,17 @@ def blank_continued_comments(data: bytes) -> bytes:
     in a ``#define``), and each one on one line that more code follows on it (``#define F(r) (g(r, 1 /* asn1
     */, 0) && h(r, "P"))``): tree-sitter-c ends the directive there, or misreads the rest of its body, though
     a comment is only a space."""
-    return _CONTINUED_COMMENT.sub(lambda found: _NOT_NEWLINE.sub(b" ", found.group()), data)
+    return _BLOCK_COMMENT.sub(_blank_if_continued, data)
+
+
+def _blank_if_continued(found: re.Match[bytes]) -> bytes:
+    """The comment ``_BLOCK_COMMENT`` found, blanked if closed and followed as ``blank_continued_comments``
+    says."""
+    comment, end = found.group(), found.end()
+    if found.group(1) and (_CONTINUED.match(found.string, end) is not None
+                           or (b"\n" not in comment and _CODE_AFTER.match(found.string, end) is not None)):
+        return _NOT_NEWLINE.sub(b" ", comment)
+    return comment
 
 
 def blank_open_directive(data: bytes) -> bytes:

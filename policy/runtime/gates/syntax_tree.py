@@ -30,7 +30,11 @@ parse.  Otherwise the gate blocks only what the write breaks:
   valid text only where the gate would block a valid prefix of it cut at a
   line end, what the corpus test counts);
 - an error the file already had before the write (same line, the edit's
-  shift applied) is not the write's doing.
+  shift applied) is not the write's doing;
+- a text ending inside a block comment that holds more openers (which
+  tree-sitter's lexer reads to the end from each: a quadratic parse) is
+  parsed with the comment closed (then what that leaves open), and decided
+  by that completion when it has no error (``_open_comment``).
 
 Every step is a linear parse or walk (a tree's leaves are walked once with
 their parents, never asked for ``parent``, which scans from the root), and
@@ -122,7 +126,80 @@ def check_syntax_tree(name: str, text: str, partial: bool, before: str | None = 
 
 def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> tuple[str, list[Site]]:
     """``valid``, ``incomplete`` or ``invalid`` with the error sites that stand."""
-    tree = tree_parser.parse(data)
+    comment = _open_comment(tree_parser, grammar, data)
+    if comment is None:
+        return _analyse_tree(tree_parser, grammar, data, tree_parser.parse(data), partial)
+    start, closer, completed, tree = comment
+    _, sites = _analyse_tree(tree_parser, grammar, completed, tree, partial)  # a CSS string a line ends
+    if not partial:  # whole, the text is broken where the comment opens
+        sites.append(Site(start, start, closer.strip(b"\n").decode()))
+    return ("invalid", sites) if sites else ("incomplete", [])
+
+
+def _open_comment(tree_parser: Any, grammar: Grammar, data: bytes) -> tuple[int, bytes, bytes, Any] | None:
+    """For a text that may end inside a block comment with more of its openers after the first one
+    (``int x; /*`` many times): where the comment starts, its closer (``Grammar.tails``), and the text
+    completed by that closer (one per opener where comments nest, Rust's; then the closers of what it leaves
+    open) with its tree, when that tree has no error and the closer's reads a comment from inside the text
+    to the closer; None otherwise.
+
+    Tree-sitter lexes each opener after an unclosed one to the end of the text, so its own parse of such a
+    text is quadratic; with the closer appended it parses in linear time.  The comment runs to the end (no
+    closer follows its opener): a completion without an error makes the text a cut-off prefix (the gate's
+    own completion with that tail, tried first), and, whole, broken only there (the comment is not closed).
+    A completion with an error is no proof: once a closer follows, tree-sitter reads a comment even inside
+    a CSS string or an HTML attribute's value (``a { content: "/*"``), leaving that string open; such a
+    text, and one with a single opener (one read to the end), is parsed as it is."""
+    for tail in grammar.tails:
+        opener = _TAIL_OPENERS.get(tail)
+        start = _open_token_start(tail, data) if opener is not None else None
+        if opener is None or start is None or data.find(opener, start + len(opener)) < 0:
+            continue
+        closer = tail.encode()
+        completed = data + closer
+        tree = tree_parser.parse(completed)
+        found = _comment_start(tree, data, opener, len(completed.rstrip(b"\n")))
+        if found is None and tail == BLOCK_COMMENT_END:  # comments that nest (Rust): one closer per opener
+            completed = data + closer * data.count(opener, start)
+            tree = tree_parser.parse(completed)
+            found = _comment_start(tree, data, opener, len(completed))
+        if found is None:
+            return None
+        if tree.root_node.has_error:
+            close = closers(tree, grammar)
+            if not close:
+                return None
+            completed += close
+            tree = tree_parser.parse(completed)
+            if tree.root_node.has_error:
+                return None
+        return found, closer, completed, tree
+    return None
+
+
+def _comment_start(tree: Any, data: bytes, opener: bytes, end: int) -> int | None:
+    """Where the comment ending at ``end`` in ``tree`` starts, when it starts inside ``data`` with
+    ``opener`` and is whole (not closed by a ``MISSING`` closer: a comment that nests deeper); None
+    otherwise."""
+    node = tree.root_node.descendant_for_byte_range(end - 1, end)
+    for _ in range(_COMMENT_PARTS):  # the comment, or a part of it (Rust's doc comments)
+        if node is None:
+            break
+        if node.end_byte >= end and "comment" in node.type and not node.has_error \
+                and data.startswith(opener, node.start_byte) and node.start_byte < len(data):
+            return int(node.start_byte)
+        node = node.parent
+    return None
+
+
+_COMMENT_PARTS = 2
+"""How many nodes up from the closer's last byte the comment it closes is looked for (a bounded walk: each
+``parent`` scans from the root)."""
+
+
+def _analyse_tree(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any,
+                  partial: bool) -> tuple[str, list[Site]]:
+    """``_analyse`` of ``data`` parsed as ``tree``."""
     if not tree.root_node.has_error:
         broken = _line_broken_strings(grammar, data) if grammar.lenient_strings else []
         return ("invalid", broken) if broken else ("valid", [])
