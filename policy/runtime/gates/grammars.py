@@ -63,8 +63,8 @@ class Grammar:
     """A raw string's opener whose group 1 its closing quote repeats: the last one gives one more tail (Rust's
     ``r###"`` closes with ``"###``)."""
     nested_comments: bool = False
-    """Block comments nest (Rust): one still open at the end may need a ``*/`` for each ``/*`` open inside it,
-    a tail of its own (not among ``tails``)."""
+    """Block comments nest (Rust): one still open at the end may need a ``*/`` for each ``/*`` open inside it
+    (also when a comment inside it was closed), one more tail."""
     delimited: re.Pattern[bytes] | None = None
     """An opener of a literal that its delimiter (group 1) closes, or the bracket pairing it (Ruby's ``%{``,
     ``%w(``): the last one gives one more tail, tried as the ``tails`` are."""
@@ -400,7 +400,7 @@ GRAMMARS: dict[str, Grammar] = {
                 parameter_types=True, headers=_TS_HEADERS, quotes=_TEMPLATE_QUOTES),
         Grammar("go", "tree_sitter_go", "language", (*_C_LIKE, "`"), terminator="\n", headers=_GO_HEADERS,
                 type_bodies=_GO_TYPE_BODIES, type_literal=b"{}", literals=_GO_LITERALS),
-        Grammar("rust", "tree_sitter_rust", "language", ('"',), nested_comments=True, terminator=";",
+        Grammar("rust", "tree_sitter_rust", "language", _C_LIKE, nested_comments=True, terminator=";",
                 fillers=_RUST_ATTRIBUTED, arms=(_RUST_ARMS, b" => {}"), followers=_RUST_FOLLOWERS,
                 stand_ins=((_RUST_TRY, b"_"), (_LONE_TOKEN, b"_"), (_RAW_NAME, b"_"), (_NEGATIVE_IMPL, b" "),
                            (_UNIT_STRUCT_WHERE, _blank_clause), (_FIELD_ATTRIBUTE, b" ")),

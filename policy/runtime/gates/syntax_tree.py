@@ -474,7 +474,7 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
     delimited = _delimiter_closing(grammar, data)
     nested = _open_nested_comment(grammar, data)
     comment = (BLOCK_COMMENT_END * nested[1],) if nested is not None else ()
-    for tail in (*grammar.tails, *raw, *delimited, *comment):
+    for tail in dict.fromkeys((*grammar.tails, *raw, *delimited, *comment)):
         if tail not in (*raw, *delimited, *comment) and _open_token_start(tail, data) is None:
             continue  # the text cannot end inside what this tail closes
         with_tail = data + tail.encode()
