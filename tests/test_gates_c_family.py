@@ -89,6 +89,38 @@ def status(language: str, text: str, before: str | None = None) -> str:
      "struct s {\n  unsigned int __g_refs[2] __LOCK_ALIGNMENT;\n  int __data __ONCE_ALIGNMENT;\n;\nint x;\n"),
     ("c", "extern int ftime (struct timeb *t)\n  __nonnull ((1)) __THROW;\nint x;\n",
      "extern int ftime (struct timeb *t\n  __nonnull ((1)) __THROW;\nint x;\n"),
+    # a macro call after a `#define` continued on the next line: that line ends no declaration
+    ("c", "#define B_D \\\n    B_A | B_V\n\nDECLARE_A_FUNCTIONS_name(T, T)\nint f(void);\n",
+     "#define B_D \\\n    B_A | B_V\n\nDECLARE_A_FUNCTIONS_name(T, T)\nint f(void;\nint g(void);\n"),
+    # lower-case specifier macros in a row before a basic type
+    ("c", "static ossl_unused ossl_inline int G(unsigned long e)\n{\n    return e != 0;\n}\n",
+     "static ossl_unused ossl_inline int G(unsigned long e)\n{\n    return (e != 0;\n}\nint x;\n"),
+    # a lower-case attribute macro called with `((` after a parameter list
+    ("c", "int p(B *b, const char *f, ...)\n    o_attr__((__format__(o_printf__, 2, 3)));\nint g(void);\n",
+     "int p(B *b, const char *f, ...\n    o_attr__((__format__(o_printf__, 2, 3)));\nint g(void);\n"),
+    # an upper-case type alone on its line, its declarator on the next
+    ("c", "MACRO_CALL(a b)\nint s(M *m);\nASN1_STR\n*get0_token(const M *m);\nint g(void);\n",
+     "MACRO_CALL(a b)\nint s(M *m);\nASN1_STR\n*get0_token(const M *m;\nint g(void);\n"),
+    # a macro call declaring a member: no lone `;` left in the struct's body
+    ("c", "struct r {\n\tunion {\n\t\tint t;\n\t\t__DECLARE_FLEX_ARRAY(struct b, bufs);\n\t};\n};\n",
+     "struct r {\n\tunion {\n\t\tint t;\n\t\t__DECLARE_FLEX_ARRAY(struct b, bufs);\n\t};\n\tint f(;\n};\n"),
+    # an array of pointers made with `new`; an attribute macro after a method's `const`
+    ("cpp", "T const** G() {\n  auto const** const t = new const T*[static_cast<size_t>(\n      u.c())];\n"
+     "  return t;\n}\n",
+     "T const** G() {\n  auto const** const t = new const T*[static_cast<size_t>(\n      u.c()];\n"
+     "  return t;\n}\n"),
+    ("cpp", "class A {\n  virtual void U(const void* a,\n      ::std::ostream* os) const\n"
+     "      GTEST_LOCK_EXCLUDED_(g_gmock_mutex) = 0;\n  T* F(const A& a)\n      const GTEST_L_(mu) {}\n};\n",
+     "class A {\n  virtual void U(const void* a,\n      ::std::ostream* os const\n"
+     "      GTEST_LOCK_EXCLUDED_(g_gmock_mutex) = 0;\n  T* F(const A& a)\n      const GTEST_L_(mu) {}\n};\n"),
+    # an attribute macro on the line after a parameter list, before the body
+    ("cpp", "class A {\n  const T* G(const F* m,\n      ::std::ostream* why)\n"
+     "      GTEST_EXCLUSIVE_LOCK_REQUIRED_(g_gmock_mutex) {\n    return 0;\n  }\n};\n",
+     "class A {\n  const T* G(const F* m,\n      ::std::ostream* why)\n"
+     "      GTEST_EXCLUSIVE_LOCK_REQUIRED_(g_gmock_mutex) {\n    return (0;\n  }\n};\n"),
+    # a reference initialized in parentheses with a conditional, read as a function declaration
+    ("cpp", "bool F::D() const {\n  const F& path(IsRoot() ? *this\n      : R());\n  return 1;\n}\n",
+     "bool F::D() const {\n  const F& path(IsRoot() ? *this\n      : R();\n  return 1;\n}\n"),
 ])
 def test_valid_code_the_grammar_cannot_parse_is_allowed(language: str, text: str, broken: str) -> None:
     assert parser(language).parse(text.encode()).root_node.has_error
@@ -189,6 +221,17 @@ def test_what_tree_sitter_cpp_reads_into_a_deleted_brace_is_an_error(text: str, 
     "template <typename T>\nstruct B<T*> {\n  B() {}\n",
     "template <typename OutputIt,\n          typename Enable = typename std::is_void<OutputIt>::type>\n",
     "namespace a {\ntemplate <typename OutputIt,\n          typename Enable = typename std::is_void<\n",
+    # an enum's initializer cut after an operator: ` _)} _;`, no `;` inside the enum
+    "template <typename T> class S {\n  template <typename U> struct C {\n    enum {\n"
+    "      value = !(is_a<U>::value ||\n                is_b<U>::value ||\n",
+    # a constructor's initializer list cut inside an initializer: `) {}`, then the class's `};`
+    "namespace {\nclass H : public P {\n public:\n  H(bool f, int m)\n      : a_(new A),\n        b_(f\n",
+    # a macro call whose arguments span lines, an operand of the next line's `<<`
+    "namespace a {\nTEST_F(D, E) {\n  EXPECT_TRUE(e == \"a\" ||  // GCC\n      e == \"b\")   // MSVC\n"
+    "      << \" where \" << e;\n}\n\n",
+    # type arguments cut in a conditional: ` : _>;`
+    "namespace a {\ntemplate <int K, typename F>\nusing L = std::integral_constant<\n    bool,\n"
+    "    (K == 1) ? true\n",
 ])
 def test_cpp_prefixes_stay_incomplete(prefix: str) -> None:
     assert status("cpp", prefix) == "incomplete"

@@ -144,6 +144,9 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     *((language, "function f(t) {\n  switch (t) {\n    default:\n      switch (\n"  # `)) {}}`: a block
                   "        (\"string\" === typeof t.s\n          ? t.then(n, n)\n")
       for language in ("javascript", "typescript", "tsx")),
+    *((language, "function f(i) {\n  switch (i.c) {\n    case 1:\n      if (i.a)\n        m = `A ${\n"
+                  "          i.e ? \"e\" : i.b ? `at` : `mo`\n")  # `}`, the template's `` ` ``, then `}}`
+      for language in ("javascript", "typescript", "tsx")),
     ("javascript", "(function () {\n  function jsxDEVImpl(\n    type,\n"),  # a function's body still to come
     ("javascript", "const a = 1;\n\n/**\n * Scans a glob (`isGlob`, `path`).\n *\n * ```js\n"  # `/*` inside
                    " * console.log(pm.scan('foo/bar/*.js'));\n * { glob: '*.js' }\n"),
@@ -179,6 +182,8 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     ("go", "package a\n\nfunc f() {\n\tfor _, c := range []struct {\n\t\tPath []string\n"),  # `}{} {}`
     ("go", "package a\n\nfunc f() {\n\tfor _, c := range []struct {\n\t\tPath []string\n\t}{\n"
            "\t\t{ // empty\n\t\t\t[]string{},\n"),  # the literal's `{` opens no block
+    ("go", "package a\n\nfunc f() {\n\tfor _, c := range []struct {\n\t\tt, c string\n\t}{\n"
+           "\t\t{\"yaml\", `\na: 1\n"),  # a raw string, then `}}{} {}}`: the literal, the header's block
     ("go", "package a\n\nvar names = []struct {\n\tn string\n"),  # `}{}`: a type waiting for its literal
     ("go", "package a\n\nconst (\n\tconfData = `\n\t; name\n"),  # a line break before the group's `)`
     ("rust", "macro_rules! m {\n    (\n        $name:ident, // the name\n        $n:tt,\n"),  # `) => {}}`
@@ -187,13 +192,22 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     ("rust", "fn f() {\n    match t.next() {\n        Some(T::Token(\n            Token {\n"
              "                kind: K::Eq,\n"),                                          # `})) => {}}}`
     ("rust", "fn f() {\n    if let Some(x) = y.map(|z| {\n        z + 1\n"),     # `}) {}}`
+    ("rust", "macro_rules! m {\n    () => {\n        /*\n        loop {\n            /*\n"
+             "            f(x,\n"),                                                    # `*/*/`: comments nest
+    ("rust", "fn f() {\n    /* a\n    /* b */\n    let c = 1;\n"),   # the inner comment closed, the outer not
     ("rust", "fn f() {\n    if match x {\n        A => {\n            g(\n"),   # `)}} {}}`
+    ("rust", "fn f() {\n    if {\n        let a = i.fork();\n        a.is_some()\n"
+             "            && (a.peek(X)\n"),                                     # `)} {}`: a block condition
+    ("rust", "fn t() {\n    for &input in &[\n        \"tuple .0.0\",\n"),   # `] {}}`: the loop's block
     ("ruby", "module M\n  class_eval %{\n    def do_parse\n      #{r}(x)\n"),          # `}`, then `end`
     ("ruby", "def w3cdtf(date)\n  if /\\A\\s*\n      (-?\\d+)-(\\d\\d)\n"),             # a regex's `/`
     ("ruby", "def d(arg)\n  _,          _,\n  goto_table, goto_check,\n"),         # ` = _`: a list assigned
     ("ruby", "unless A.method_defined?(:count)\n  A.class_eval <<-'end;', __FILE__, __LINE__+1\n"
              "    require 'rbconfig'\n\n    def count\n"),                               # a heredoc's `end;`
     ("ruby", "def f(e)\n  case e\n  when :a\n    true\n=begin\n  when :b\n    false\n"),  # `=end`, `end`
+    ("ruby", "def f\n  if $1 =~ /a/m then\n    re = %r%\n      \\A(\n      (^\\s*\\n)+\n"),  # `%`, `end`s
+    ("ruby", "def t\n  e.each do |t, v|\n    a(t) do\n      p(m(<<-EOR, {x => u}))\n#{c()}\n"
+             "#{i((\"<\" + p + \":\" + t.to_s + \" r=\\\"\" +\n"),  # ` _))}`, then `EOR`, then `end`s
 ])
 def test_incomplete_prefixes_of_other_languages(language: str, prefix: str, policy: CompiledPolicy) -> None:
     assert write(policy, f"m.{EXTENSIONS[language]}", prefix).metadata.get("incomplete") is True
@@ -218,6 +232,7 @@ def test_an_error_followed_by_more_text_blocks_even_in_a_prefix(policy: Compiled
     ("typescript", "const f = <T,>(a: T) => a ? (b;\nconst g = 1;\n", 1),
     ("rust", 'fn t() {\n    let a = r#"x"#;\n    let b = (1;\n    s!(f, @r##"\n    F {\n', 3),
     ("rust", "fn f(n: u8) -> u8 {\n    match n {\n        0 => (1,\n        2 => 3,\n        #[cfg(x)]\n", 4),
+    ("rust", "struct S {\n    #[cfg(not(x)]\n    a: u8,\n    b: u8,\n}\n", 2),  # an attribute without `)`
     ("css", "a {\n  color: var(--x;\n  top: 0;\n  left: 0;\n", 2),  # `)` deleted: all else in it
     ("css", 'a {\n  font: "Mono, ", Courier New", monospace;\n}\nb { top: 0 }\n', 2),  # a tree with no error
 ])
@@ -275,12 +290,24 @@ def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str
      "<p>Default: <code>'> '</code> or <code>a >= 0</code>, <code><%= data.a %></code></p\n<p>x</p>\n"),
     ("html", "<p>Use <tt>zpipe < foo.txt > foo.txt.z</tt>, prompt <code>'> '</code>.</p>\n",  # `< `
      "<p>Use <tt>zpipe < foo.txt > foo.txt.z</tt>, prompt <code>'> '</code>.</p\n<p>x</p>\n"),
+    ("ruby", "def t(v)\n  case v\n  when :$_, :$\\, :$,, :$;, :$.\n    1\n  end\nend\n",  # special globals
+     "def t(var)\n  case var\n  when :$_, :$/, :$\\, :$,, :$;\n    f(1\n  end\nend\nx = 1\n"),
     ("rust", "struct _Test\nwhere\n    Error: Send + Sync;\nfn f() {}\n",  # a unit struct's where clause
      "struct _Test\nwhere\n    Error: Send + Sync;\nfn f( {}\nfn g() {}\n"),
     ("rust", "#[cfg(any())]\nimpl !Trait {}\nimpl !! {}\nfn f() {}\n",                  # negative impls
      "#[cfg(any())]\nimpl !Trait {}\nimpl !! {}\nfn f( {}\nfn g() {}\n"),
     ("rust", "fn f() -> io::Result<()> {\n    let x = try!(g());\n    Ok(())\n}\n",        # 2015's `try!`
      "fn f() -> io::Result<()> {\n    let x = try!(g();\n    Ok(())\n}\n"),
+    ("rust", "fn f() {\n    if p(Token![~]) {}\n}\nmacro_rules! m {\n    (~) => { 1 };\n    [$] => {};\n}\n",
+     "fn f() {\n    if p(Token![~] {}\n}\nmacro_rules! m {\n    (~) => { 1 };\n    [$] => {};\n}\n"),
+    ("rust", "fn f() {\n    let r: Option<raw> = if i.peek(raw) { g() } else { None };\n"  # `raw` a name
+             "    let p = &raw const x;\n}\n",
+     "fn f() {\n    let r: Option<raw> = if i.peek(raw { g() } else { None };\n"
+     "    let p = &raw const x;\n}\n"),
+    ("rust", "fn f(t: T) {\n    match t {\n        L {\n            #[cfg(x)]\n"  # field attributes
+             "            inner: a,\n            #[cfg(not(x))] inner: b, ..\n        } => {}\n    }\n}\n",
+     "fn f(t: T) {\n    match t {\n        L {\n            #[cfg(x)]\n"
+     "            inner: a,\n            #[cfg(not(x))] inner: b, ..\n        } => {}\n    }\n    g(;\n}\n"),
 ])
 def test_valid_code_the_grammar_cannot_parse_is_allowed(language: str, text: str, broken: str,
                                                         policy: CompiledPolicy) -> None:

@@ -62,6 +62,9 @@ class Grammar:
     raw_string: re.Pattern[bytes] | None = None
     """A raw string's opener whose group 1 its closing quote repeats: the last one gives one more tail (Rust's
     ``r###"`` closes with ``"###``)."""
+    nested_comments: bool = False
+    """Block comments nest (Rust): one still open at the end may need a ``*/`` for each ``/*`` open inside it
+    (also when a comment inside it was closed), one more tail."""
     delimited: re.Pattern[bytes] | None = None
     """An opener of a literal that its delimiter (group 1) closes, or the bracket pairing it (Ruby's ``%{``,
     ``%w(``): the last one gives one more tail, tried as the ``tails`` are."""
@@ -93,6 +96,9 @@ class Grammar:
     block_end: bytes = b""
     """What each ``}`` of the closers becomes in one more try: C's ``} _;`` ends a struct, union or enum body
     that waits for a member's or a typedef's name and its ``;`` (and is an empty statement elsewhere)."""
+    call_body: bytes = b""
+    """What may follow the innermost ``)`` among the closers: C++'s constructor body `` {}``, after an
+    initializer list cut inside an initializer (``: a_(b``)."""
     statement_lines: bool = False
     """A last line that ends with the terminator (outside a ``for (`` header) is finished: an error on it
     stands, though the grammar reads it on to the end of the text (C's ``} __attribute__((packed);``)."""
@@ -255,9 +261,19 @@ def _string_for_macro(found: re.Match[bytes]) -> bytes:
 
 _NEW_CONST = re.compile(rb"\bnew[ \t]+(const)\b")
 """``new const char('a')``, which tree-sitter-cpp 0.23 does not parse: read without the ``const``."""
+_NEW_POINTER_ARRAY = re.compile(rb"\bnew[ \t]+(?:const[ \t]+)?[A-Za-z_][\w:]*+[ \t]*(\*++)(?=[ \t]*\[)")
+"""``new const T*[n]``, an array of pointers, which tree-sitter-cpp 0.23 does not parse: read without the
+``*``."""
 _TYPENAME_VALUE = re.compile(rb"(?:=|\breturn)[ \t]*(typename)[ \t]+\w")
 """``x = typename T::iterator();``, a value of a dependent type, which tree-sitter-cpp 0.23 does not parse:
 read without the ``typename``."""
+_REFERENCE_INIT = re.compile(
+    rb"^[ \t]*+(?:(?:const|static|constexpr|volatile)[ \t]++)*+"
+    rb"(?!(?:return|case|delete|throw|co_return|co_yield|goto|else|do|new)\b)[A-Za-z_][\w:]*+(?:<[^<>;\n]{0,200}>)?"
+    rb"[ \t]*+(&&?|\*)[ \t]*+[A-Za-z_]\w*+\((?=[^;{}\n]{0,200}\?)", re.MULTILINE)
+"""A reference or pointer declared with its initializer in parentheses holding a conditional (``const
+FilePath& path(IsRoot() ? *this : R());``), which tree-sitter-cpp 0.23 reads as a function declaration and
+rejects: read without its ``&``."""
 _CPP_LINE = re.compile(rb"[ \t]*(?:namespace(?:[ \t]+\w+)?(?:[ \t]+\w+\([^()\n]*\))?[ \t]*(?:\{|\r?\n)"
                        rb"|template[ \t]*<|using[ \t]+namespace\b"
                        rb"|extern[ \t]+\"C\+\+\"|class[ \t]+\w+(?:[ \t]+\w+)?[ \t]*(?:final[ \t]*)?[:{])")
@@ -287,12 +303,26 @@ inside ``class A {``), ``catch (…) {`` inside a ``try`` block read as a functi
 a block read as braces (``TEST(A, B {`` … ``const T x;``)."""
 _RUST_TRY = re.compile(rb"(?<![\w$])(try)!")
 """Rust 2015's ``try!(…)`` macro, a keyword to tree-sitter-rust 0.24: read as a macro named ``___``."""
+_LONE_TOKEN = re.compile(rb"[~$](?=[ \t]*[)\]},])")
+"""A ``~`` or ``$`` alone in a macro's tokens (``Token![~]``, ``($m:ident, ~) =>``, ``[$] =>``), which
+tree-sitter-rust 0.24 does not know there: read as ``_`` (as an operator ``~`` would have an operand after
+it, ``$`` a name or ``(``)."""
+_RAW_NAME = re.compile(rb"(?<![\w#$'])raw(?!\w)(?![ \t]+(?:const|mut)\b)")
+"""``raw`` used as a name (syn's ``Option<raw>``, ``input.peek(raw)``), a keyword to tree-sitter-rust 0.24
+(``&raw const x``): read as ``___``."""
 _NEGATIVE_IMPL = re.compile(rb"\bimpl[ \t]+(!)(?=!|[A-Za-z_][\w:]*[ \t]*\{)")
 """``impl !Trait {}``, ``impl !! {}``: a negative impl with no type (rustc parses it under ``#[cfg]``),
 which tree-sitter-rust 0.24 does not know: read without its ``!``."""
 _UNIT_STRUCT_WHERE = re.compile(rb"\bstruct[ \t]+\w+\s*(where\b[^;{}()]*);")
 """A unit struct with a where clause (``struct _Test where Error: Send;``), which tree-sitter-rust 0.24 does
 not know: the clause read as blanks (its line breaks kept)."""
+
+_FIELD_ATTRIBUTE = re.compile(rb"(?<=[{,])[ \t\r\n]*+"
+                              rb"(#\[(?:[^\[\]()\n]++|\((?:[^()\n]++|\([^()\n]*+\))*+\))*+\])"
+                              rb"(?=\s*+(?:#\[|\.\.|(?:ref[ \t]+|mut[ \t]+)*[A-Za-z_]\w*+\s*+[:,}]))")
+"""An attribute on a field after ``{`` or ``,`` (``L { #[cfg(x)] inner: l, .. }``), which tree-sitter-rust
+0.24 does not know in a struct pattern: read as blanks (a whole attribute on one line, its parentheses
+balanced: a broken one stays)."""
 
 
 def _blank_clause(found: re.Match[bytes]) -> bytes:
@@ -303,11 +333,12 @@ def _blank_clause(found: re.Match[bytes]) -> bytes:
 
 _RUST_FOLLOWERS = MappingProxyType({
     "$": (frozenset({"*", "+", "?"}), "*"),
-    **dict.fromkeys(("if", "match"), (frozenset({"{"}), " {}")),
+    **dict.fromkeys(("if", "match", "for"), (frozenset({"{"}), " {}")),
 })
-"""A macro's repetition ``$( … ),*``, whose ``)`` waits for the operator; an ``if`` condition or a ``match``
-scrutinee cut before its block (``if match x {`` … closes as ``} {}``).  Not ``while``: ``while a < b.len( {``
-(a deleted ``)``) would then close as ``}) {}``, a block argument, and pass."""
+"""A macro's repetition ``$( … ),*``, whose ``)`` waits for the operator; an ``if`` condition, a ``match``
+scrutinee or a ``for`` loop's iterator cut before its block (``if match x {`` … closes as ``} {}``, ``for x in
+&[`` … as ``] {}``).  Not ``while``: ``while a < b.len( {`` (a deleted ``)``) would then close as ``}) {}``, a
+block argument, and pass."""
 _RUST_ARMS = re.compile(rb"(?:\bmacro_rules![ \t]*[A-Za-z_]\w*\s*|\bmatch\b[^;{}\n]*)\Z")
 """The head of a ``macro_rules!`` or ``match`` block, whose arms are ``matcher => body`` (a ``match`` on the
 block's line: one in a comment above a function's ``{`` is no head)."""
@@ -321,6 +352,9 @@ _SHELL_CONDITIONS = MappingProxyType({
 """A condition cut before its ``then`` or ``do`` (``if a || {`` … ``}``, ``if case … esac``), a ``for`` list
 before its ``do``: the completion writes the keyword where the condition ends, after the blocks open inside
 it."""
+_SPECIAL_GLOBAL_SYMBOL = re.compile(rb"(?<=:\$)[,;\\.$?@:=](?=[\s,)\]}])")
+"""A symbol of a special global (``:$,``, ``:$;``, ``:$\\``, ``:$.``, ``:$$``, ``:$?``), which
+tree-sitter-ruby 0.23 does not know: read as ``:$_``."""
 _RUBY_BLOCKS = ("def", "class", "module", "do", "begin", "case", "if", "unless", "while", "until", "for")
 _C_LIKE = (BLOCK_COMMENT_END, '"')
 _DO_WHILE = {"do": (frozenset({"while"}), " while (0);")}
@@ -348,23 +382,28 @@ the ``if``'s block, as Go reads it)."""
 _C_FOLLOWERS = MappingProxyType(_DO_WHILE)
 _CPP_FOLLOWERS = MappingProxyType({"try": (frozenset({"catch"}), " catch (...) {}"), **_DO_WHILE})
 _JS_TAILS = (BLOCK_COMMENT_END, "`", '"', "'")
+_TEMPLATE_QUOTES = frozenset({"`"})
+"""A template literal's backtick, closed like a bracket: a text cut inside a ``${`` that spans lines closes
+the substitution, then the template (``m = `A ${\n  a ? `b` : `c``` closes as ``}`…``)."""
 
 GRAMMARS: dict[str, Grammar] = {
     grammar.name: grammar
     for grammar in (
         Grammar("javascript", "tree_sitter_javascript", "language", _JS_TAILS, followers=_JS_FOLLOWERS,
-                endings=_JS_ENDINGS, headers=_JS_HEADERS),
+                endings=_JS_ENDINGS, headers=_JS_HEADERS, quotes=_TEMPLATE_QUOTES),
         Grammar("typescript", "tree_sitter_typescript", "language_typescript", _JS_TAILS,
                 followers=_JS_FOLLOWERS, endings=_TS_ENDINGS, fillers=_TYPE_ARGUMENTS,
-                stand_ins=_TYPESCRIPT_STAND_INS, angles=True, parameter_types=True, headers=_TS_HEADERS),
+                stand_ins=_TYPESCRIPT_STAND_INS, angles=True, parameter_types=True, headers=_TS_HEADERS,
+                quotes=_TEMPLATE_QUOTES),
         Grammar("tsx", "tree_sitter_typescript", "language_tsx", _JS_TAILS, followers=_JS_FOLLOWERS,
                 endings=_TS_ENDINGS, fillers=_TYPE_ARGUMENTS, stand_ins=_TS_STAND_INS, angles=True,
-                parameter_types=True, headers=_TS_HEADERS),
+                parameter_types=True, headers=_TS_HEADERS, quotes=_TEMPLATE_QUOTES),
         Grammar("go", "tree_sitter_go", "language", (*_C_LIKE, "`"), terminator="\n", headers=_GO_HEADERS,
                 type_bodies=_GO_TYPE_BODIES, type_literal=b"{}", literals=_GO_LITERALS),
-        Grammar("rust", "tree_sitter_rust", "language", _C_LIKE, terminator=";", fillers=_RUST_ATTRIBUTED,
-                arms=(_RUST_ARMS, b" => {}"), followers=_RUST_FOLLOWERS,
-                stand_ins=((_RUST_TRY, b"_"), (_NEGATIVE_IMPL, b" "), (_UNIT_STRUCT_WHERE, _blank_clause)),
+        Grammar("rust", "tree_sitter_rust", "language", _C_LIKE, nested_comments=True, terminator=";",
+                fillers=_RUST_ATTRIBUTED, arms=(_RUST_ARMS, b" => {}"), followers=_RUST_FOLLOWERS,
+                stand_ins=((_RUST_TRY, b"_"), (_LONE_TOKEN, b"_"), (_RAW_NAME, b"_"), (_NEGATIVE_IMPL, b" "),
+                           (_UNIT_STRUCT_WHERE, _blank_clause), (_FIELD_ATTRIBUTE, b" ")),
                 raw_string=re.compile(rb'(?<!\w)[bc]?r(#+)"')),
         Grammar("java", "tree_sitter_java", "language", (BLOCK_COMMENT_END, '"""', '"'), followers=_FOLLOWERS,
                 terminator=";"),
@@ -372,11 +411,12 @@ GRAMMARS: dict[str, Grammar] = {
                 terminator=";", conditionals=True, foreign=_CPP_LINE, block_end=b"} _;",
                 stand_ins=((_BARE_SWITCH, b" "),), line_strings=_C_STRINGS, statement_lines=True),
         Grammar("cpp", "tree_sitter_cpp", "language", (*_C_LIKE, ')"'), followers=_CPP_FOLLOWERS,
-                terminator=";", conditionals=True, block_end=b"} _;", fillers=_TEMPLATE_HEADS,
+                terminator=";", conditionals=True, block_end=b"} _;", call_body=b" {}", angles=True,
+                fillers=_TEMPLATE_HEADS,
                 stand_ins=((_MEMBER_OPERATOR, b"_"), (_DEFAULTED_POINTER, b" "), (_DECLTYPE_LIST, b"_"),
                            (_TEMPLATE_MACRO, b"_"), (_BARE_SWITCH, b" "), (_NEW_CONST, b" "),
                            (_STRING_MACRO, _string_for_macro),
-                           (_TYPENAME_VALUE, b" ")),
+                           (_TYPENAME_VALUE, b" "), (_REFERENCE_INIT, b" "), (_NEW_POINTER_ARRAY, b" ")),
                 line_strings=_C_STRINGS, statement_lines=True, misread=_CPP_MISREAD),
         Grammar(
             "ruby", "tree_sitter_ruby", "language", ('"', "'", "`", "/", "\n=end\n"),
@@ -384,7 +424,8 @@ GRAMMARS: dict[str, Grammar] = {
             modifier_parents=frozenset({"if_modifier", "unless_modifier", "while_modifier", "until_modifier",
                                         "rescue_modifier", "conditional"}),
             heredoc=re.compile(rb"<<[~-]?(['\"`]?)((?<=['\"`])[^'\"`\n]+|[A-Za-z_]\w*)\1"),
-            delimited=re.compile(rb"(?<![\w)\]}])%[qQwWiIrsx]?([({\[<|!/^])"),
+            delimited=re.compile(rb"(?<![\w)\]}])%[qQwWiIrsx]?([({\[<|!/^]|%(?=\s))"),
+            stand_ins=((_SPECIAL_GLOBAL_SYMBOL, b"_"),),
         ),
         Grammar("php", "tree_sitter_php", "language_php", (*_C_LIKE, "'"), followers=_FOLLOWERS,
                 terminator=";", heredoc=re.compile(rb"<<<[ \t]*(['\"]?)([A-Za-z_]\w*)\1"),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Callable
 
 _DIRECTIVE_START = re.compile(rb"^[ \t]*#", re.MULTILINE)
 _DIRECTIVE = re.compile(rb"[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b(.*)")
@@ -58,10 +59,11 @@ _DECLARATOR_MACRO = re.compile(
 void U_EXPORT2``, then ``ufmt_open(`` on the next line; not after a tag, ``struct NODE_T f(``), or before
 a function pointer's name (``typedef void (GL_APIENTRYP PFNGLPROC) (GLenum t);``): a calling convention,
 which expands to an attribute, a ``*`` or nothing."""
-_BEFORE_TYPE = re.compile(rb"(?<![\w.>:])([A-Za-z_]\w*)[ \t]+"
-                          rb"(?=(?:void|char|short|int|long|float|double|signed|unsigned|bool|_Bool)\b)")
-"""A name before a basic type (``__owur int f(``, ``ossl_noreturn void g(``): no type or declarator comes
-there, so unless it is a keyword (``unsigned int``) it is a macro that expands to a specifier or nothing."""
+_BEFORE_TYPE = re.compile(rb"(?<![\w.>:])([A-Za-z_]\w*)[ \t]+(?=(?:[A-Za-z_]\w*+[ \t]+){0,3}?"
+                          rb"(?:void|char|short|int|long|float|double|signed|unsigned|bool|_Bool)\b)")
+"""A name before a basic type, maybe with a few more names between (``__owur int f(``, ``ossl_noreturn void
+g(``, ``static ossl_unused ossl_inline int h(``): no type or declarator comes there, so unless it is a keyword
+(``unsigned int``) it is a macro that expands to a specifier or nothing."""
 _KEYWORDS = frozenset(b"""
 alignas alignof asm auto bool break case catch char class co_await co_return co_yield concept const
 consteval constexpr constinit const_cast continue decltype default delete do double dynamic_cast
@@ -70,11 +72,13 @@ noexcept operator private protected public register reinterpret_cast requires re
 signed sizeof static static_assert static_cast struct switch template this thread_local throw try
 typedef typeid typename union unsigned using virtual void volatile while _Alignas _Alignof _Atomic
 _Bool _Noreturn _Static_assert _Thread_local""".split())
-_ATTRIBUTE_NAME = rb"(?:__\w+|" + _ALL_CAPS + rb")"
-_TRAILING_ATTRIBUTE = re.compile(rb"[)\]][ \t]*(?:\r?\n[ \t]*)?(" + _ATTRIBUTE_NAME + rb")")
-"""An implementation's name or an all-caps macro after a declarator's ``)`` or ``]`` (glibc's ``__THROW``,
-``__nonnull ((1))``, ``__LOCK_ALIGNMENT``, fmt's ``FMT_DECLTYPE_RETURN(…)``): an attribute or a trailing
-return type, blanked with its arguments."""
+_ATTRIBUTE_NAME = rb"(?:__\w+|" + _ALL_CAPS + rb"|[A-Za-z_]\w*+(?=[ \t]*\(\())"
+_TRAILING_ATTRIBUTE = re.compile(rb"[)\]](?:\s*+(?:const|volatile|override|final|noexcept)\b)*+"
+                                 rb"[ \t]*(?:\r?\n[ \t]*)?(" + _ATTRIBUTE_NAME + rb")")
+"""An implementation's name, an all-caps macro or a name called with ``((`` after a declarator's ``)`` or
+``]`` (glibc's ``__THROW``, ``__nonnull ((1))``, ``__LOCK_ALIGNMENT``, fmt's ``FMT_DECLTYPE_RETURN(…)``,
+openssl's ``ossl_bio__attr__((__format__(…)))``), maybe after a method's qualifiers (``) const
+GTEST_LOCK_EXCLUDED_(mu) = 0;``): an attribute or a trailing return type, blanked with its arguments."""
 _DECLARATION_END = frozenset(b";,{=")
 _ALIGNMENT_MACRO = re.compile(rb"\b([A-Za-z_]\w*)[ \t]+(__[A-Z][A-Z0-9_]*)(?=[ \t]*[;,=])")
 """An implementation's all-caps macro after a declarator's name (glibc's ``int __data __ONCE_ALIGNMENT;``)."""
@@ -230,11 +234,16 @@ def blank_macro_calls(data: bytes) -> bytes:
     directives = _directive_spans(data)
     budget = [2 * len(data) + _MACRO_SPAN]  # bytes the parenthesis scans may read in all: linear time
 
+    def code_at(offset: int) -> bool:
+        return bisect.bisect_right(directives, offset) % 2 == 0  # a directive's text is its own
+
     def code(found: re.Match[bytes]) -> bool:
-        return bisect.bisect_right(directives, found.start()) % 2 == 0  # a directive's text is its own
+        return code_at(found.start())
 
     for found in filter(code, _MACRO_LINE.finditer(data)):
-        _blank_span(out, found.start(1), found.end(1))
+        after = _skip_spaces(data, found.end())
+        if data[after : after + 1] != b"*":  # not a type whose declarator follows (`T\n*f(void);`)
+            _blank_span(out, found.start(1), found.end(1))
     for found in filter(code, _SPECIFIER_MACRO.finditer(data)):
         if not _after_tag(data, found.start()):  # `struct A_B x`: a type
             _blank_span(out, found.start(1), found.end(1))
@@ -253,8 +262,10 @@ def blank_macro_calls(data: bytes) -> bytes:
     for found in filter(code, _ALIGNMENT_MACRO.finditer(data)):
         if found.group(1) not in _KEYWORDS:
             _blank_span(out, found.start(2), found.end(2))
-    declaration_open = _DeclarationOpen(out)
+    declaration_open = _DeclarationOpen(out, lambda offset: not code_at(offset))
     for found in filter(code, _MACRO_CALL.finditer(data)):
+        if out[found.start(1)] != data[found.start(1)]:
+            continue  # blanked already, as an attribute (`)`, then `GTEST_LOCK_REQUIRED_(mu) {` on its line)
         end = _balanced_end(data, found.end() - 1, budget)
         if end is None or declaration_open(found.start(1)):
             continue
@@ -265,10 +276,30 @@ def blank_macro_calls(data: bytes) -> bytes:
         if rest is None:
             continue
         if not rest.group(1) and rest.group(2) and rest.group(2)[0] in _CONTINUATION:
-            out[found.start(1) : end] = _NOT_NEWLINE.sub(b"_", data[found.start(1) : end])  # an operand
+            _blank_span(out, found.start(1), end)  # an operand: one name, also when its arguments span lines
+            out[found.start(1)] = ord("_")
         else:
             _blank_span(out, found.start(1), end)
+            if rest.group(1) and _after_statement(data, found.start(1)):
+                _declaration(out, found.start(1), found.end() - 1, end)
     return bytes(out)
+
+
+def _after_statement(data: bytes, start: int) -> bool:
+    """Whether the text before ``start`` (past blanks) ends a statement, a declaration or a block, or is
+    empty: a declaration may come there, in a struct's body as in a function's."""
+    index = start
+    while index > 0 and data[index - 1] in _BLANKS:
+        index -= 1
+    return index == 0 or data[index - 1] in b";{}"
+
+
+def _declaration(out: bytearray, start: int, parenthesis: int, end: int) -> None:
+    """The blanked macro call from ``start`` to ``end`` (its ``(`` at ``parenthesis``) written as a
+    declaration ``_____ _`` before its ``;``: a blanked call leaves a lone ``;``, which tree-sitter-c rejects
+    in a struct's body (the kernel's ``__DECLARE_FLEX_ARRAY(struct b, bufs);``)."""
+    out[start:parenthesis] = b"_" * (parenthesis - start)
+    out[end - 1] = ord("_")
 
 
 def _continued(data: bytes, newline: int) -> bool:
@@ -384,8 +415,10 @@ class _DeclarationOpen:
     reaches the previous offset asked about ends where that one's did, and has its answer: calls blanked
     one after another after a long line cost linear time, not a walk back over all of them each."""
 
-    def __init__(self, out: bytearray) -> None:
+    def __init__(self, out: bytearray, in_directive: Callable[[int], bool]) -> None:
         self._out = out
+        self._in_directive = in_directive
+        """Whether an offset lies in a directive (a ``#define``'s continued lines end no declaration)."""
         self._asked = -1
         self._answer = False
 
@@ -403,6 +436,8 @@ class _DeclarationOpen:
 
     def _line_leaves_open(self, end: int) -> bool:
         out = self._out
+        if end and self._in_directive(end - 1):
+            return False
         line = bytes(out[out.rfind(b"\n", 0, end) + 1 : end]).split(b"//", 1)[0].strip()  # a comment ends it
         if not line or line.startswith((b"#", b"*", b"/*")) or line.endswith(b"*/"):
             return False

@@ -363,6 +363,9 @@ def _unreachable_before(grammar: Grammar, data: bytes) -> int:
         start = _open_token_start(tail, data)
         if start is not None:
             limit = min(limit, start)
+    nested = _open_nested_comment(grammar, data)
+    if nested is not None:
+        limit = min(limit, nested[0])
     for pattern in (grammar.heredoc, grammar.raw_string, grammar.delimited):
         if pattern is not None:
             for found in pattern.finditer(data):
@@ -445,7 +448,7 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
             yield filler + close, False, False
     angled = closers(tree, grammar, angles=True) if grammar.angles else close
     if angled != close:
-        for filler in (b"", b" _"):
+        for filler in (b"", b" _", b" : _"):
             yield filler + angled, False, False
         for ending in grammar.endings:
             yield angled + ending, False, False  # `T extends Array<\n  infer A,` waiting for `>` and `? :`
@@ -463,20 +466,27 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
             yield FILLERS[0] + ending, False, False  # `if a ||` closes as ` _ {}}`
     if grammar.block_end and close:
         yield close.replace(b"}", grammar.block_end), False, False
+        yield from _block_end_variants(grammar, opened, content)
     arm = _arm_ending(grammar, data, opened)
     if arm:
         yield arm, False, False
     raw = _open_raw_string(grammar, data)
     delimited = _delimiter_closing(grammar, data)
-    for tail in (*grammar.tails, *raw, *delimited):
-        if tail not in raw and tail not in delimited and _open_token_start(tail, data) is None:
+    nested = _open_nested_comment(grammar, data)
+    comment = (BLOCK_COMMENT_END * nested[1],) if nested is not None else ()
+    for tail in dict.fromkeys((*grammar.tails, *raw, *delimited, *comment)):
+        if tail not in (*raw, *delimited, *comment) and _open_token_start(tail, data) is None:
             continue  # the text cannot end inside what this tail closes
         with_tail = data + tail.encode()
         tail_tree = tree_parser.parse(with_tail)
         # a raw string open at the end is no token to a tree in error recovery: its opener tells
         if tail in raw or _closes_open_token(tail_tree, len(data), len(data) + len(tail.rstrip("\n"))):
-            close = closers(tail_tree, grammar)
+            tail_state = _open(tail_tree, grammar)
+            close = _closing(tail_state.entries, grammar)
             yield tail.encode() + close, True, False
+            # `range []struct {` … `{"a", \`` closes as `\`}}{} {}}`: the literal, then the header's block
+            for ending in _block_endings(tail_state, grammar):
+                yield tail.encode() + ending, True, False
             if statement_end and close:
                 yield tail.encode() + statement_end[0] + close, True, False  # `$s = "…` closes as `";}`
             if grammar.block_end and close:
@@ -486,10 +496,41 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
     if grammar.heredoc is not None:
         openers = list(grammar.heredoc.finditer(data))
         if openers:
-            terminator = b"\n" + openers[-1].group(2) + b"\n"
-            close = closers(tree_parser.parse(data + terminator), grammar)
-            for filler in (b"", b";"):
-                yield terminator + filler + close, True, False
+            yield from _heredoc_endings(tree_parser, grammar, data, opened, openers[-1])
+
+
+def _heredoc_endings(tree_parser: Any, grammar: Grammar, data: bytes, opened: list[tuple[str, int]],
+                     opener: re.Match[bytes]) -> Iterator[tuple[bytes, bool, bool]]:
+    """Endings that close the heredoc ``opener`` starts, then what is open around it; first what opened
+    inside its body (an interpolation ``#{f((a +`` spanning lines closes as `` _))}`` before the
+    terminator)."""
+    terminator = b"\n" + opener.group(2) + b"\n"
+    body = data.find(b"\n", opener.end()) + 1
+    inside = _closing([entry for entry in opened if entry[1] >= body], grammar) if body else b""
+    heads = [b""]
+    if inside:
+        content = data.rstrip()
+        heads += [inside, FILLERS[0] + inside] if content and content[-1] in _OPERAND_EXPECTED else [inside]
+    for head in heads:
+        close = closers(tree_parser.parse(data + head + terminator), grammar)
+        for filler in (b"", b";"):
+            yield head + terminator + filler + close, True, False
+
+
+def _block_end_variants(grammar: Grammar, opened: list[tuple[str, int]],
+                        content: bytes) -> Iterator[tuple[bytes, bool, bool]]:
+    """The closers with each ``}`` as ``Grammar.block_end`` and no terminator before it (an enum's ``{ v = !(a
+    ||`` closes as `` _)} _;``), after a filler for an operand; and with ``Grammar.call_body`` after their
+    first ``)`` (a constructor's initializer list cut inside an initializer, ``: a_(b``, closes as ``)
+    {}} _;``)."""
+    bare = _closing(opened, grammar, terminated=False)
+    blocks = bare.replace(b"}", grammar.block_end)
+    if content and content[-1] in _OPERAND_EXPECTED:
+        yield FILLERS[0] + blocks, False, False
+    yield blocks, False, False
+    if grammar.call_body and b")" in bare:
+        end = bare.index(b")") + 1
+        yield bare[:end] + grammar.call_body + bare[end:].replace(b"}", grammar.block_end), False, False
 
 
 def _function_type(close: bytes) -> bytes:
@@ -526,6 +567,27 @@ def _delimiter_closing(grammar: Grammar, data: bytes) -> tuple[str, ...]:
         return ()
     delimiter = last.group(1)
     return (_PAIRS.get(delimiter, delimiter).decode(),)
+
+
+_COMMENT_MARKS = re.compile(rb"/\*|\*/")
+
+
+def _open_nested_comment(grammar: Grammar, data: bytes) -> tuple[int, int] | None:
+    """Where the outermost block comment still open at the end starts and how many are open inside it
+    (itself included), when the grammar's comments nest (``Grammar.nested_comments``); None otherwise.  A
+    ``*/`` with none open counts for nothing (a string's ``"a*/b"``); a ``/*`` in a string counts, and the
+    tail it gives then closes no comment that the text left open, so it is not used."""
+    if not grammar.nested_comments:
+        return None
+    depth, start = 0, 0
+    for mark in _COMMENT_MARKS.finditer(data):
+        if mark.group() == b"/*":
+            if not depth:
+                start = mark.start()
+            depth += 1
+        elif depth:
+            depth -= 1
+    return (start, depth) if depth else None
 
 
 def _open_raw_string(grammar: Grammar, data: bytes) -> tuple[str, ...]:
@@ -664,20 +726,28 @@ def _block_endings(opened: _Opened, grammar: Grammar) -> Iterator[bytes]:
             yield closed + block + outer
 
 
-def _closing(opened: list[tuple[str, int]], grammar: Grammar, literal: int | None = None) -> bytes:
+def _closing(opened: list[tuple[str, int]], grammar: Grammar, literal: int | None = None,
+             terminated: bool = True) -> bytes:
     """The text closing what is open (``open_at_end``'s entries, outermost first), innermost first; the entry
-    at index ``literal`` followed by the grammar's ``type_literal``."""
+    at index ``literal`` followed by the grammar's ``type_literal``; unless not ``terminated``, the grammar's
+    terminator before a ``}`` that follows a ``)``, ``]`` or ``>``."""
     entries = [grammar.followers[entry][1] if entry in grammar.followers
                else entry + grammar.type_literal.decode() if index == literal else entry
                for index, (entry, _) in reversed(list(enumerate(opened)))
                if entry != _PATTERN and entry not in grammar.headers]
     if not entries:
         return b""
-    if grammar.terminator:
-        entries = [grammar.terminator + entry if entry == "}" and index and entries[index - 1] in (")", "]")
-                   else entry for index, entry in enumerate(entries)]
+    if grammar.terminator and terminated:
+        entries = [grammar.terminator + entry
+                   if entry == "}" and index and entries[index - 1] in _ENDS_STATEMENT else entry
+                   for index, entry in enumerate(entries)]
     separator = "\n" if grammar.keywords else ""
     return (separator + separator.join(entries)).encode()
+
+
+_ENDS_STATEMENT = frozenset({")", "]", ">"})
+"""Closers after which a ``}`` ends a statement first (``f(a,`` closes as ``);}``, C++'s ``using T = A<`` as
+``>;}``)."""
 
 
 def open_at_end(tree: Any, grammar: Grammar, angles: bool = False) -> list[tuple[str, int]]:
@@ -807,7 +877,9 @@ def _track(opened: _Opened, node: Any, parent: Any, previous: Any, grammar: Gram
         if kind in grammar.keywords:
             opened.push(grammar.keywords[kind], node.start_byte)  # shell's `if` waits for `then`, then `fi`
         opened.push(kind, node.start_byte)  # a ``try`` or ``do`` whose block has not been followed yet
-    elif top is not None and top in grammar.followers and kind in grammar.followers[top][0]:
+    elif (top is not None and top in grammar.followers and kind in grammar.followers[top][0]
+          and not (kind in _OPENERS and previous is not None and previous.type == top)):
+        # (a `{` right after its keyword opens a block in the header: Rust's `if {` … `} {`)
         opened.pop()
         if kind in grammar.keywords:
             opened.push(grammar.keywords[kind], node.start_byte)  # `do` after `while …` opens the body
