@@ -139,9 +139,9 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> 
 def _open_comment(tree_parser: Any, grammar: Grammar, data: bytes) -> tuple[int, bytes, bytes, Any] | None:
     """For a text that may end inside a block comment with more of its openers after the first one
     (``int x; /*`` many times): where the comment starts, its closer (``Grammar.tails``), and the text
-    completed by that closer (one per opener where comments nest, Rust's; then the closers of what it leaves
-    open) with its tree, when that tree has no error and the closer's reads a comment from inside the text
-    to the closer; None otherwise.
+    completed by that closer (one per comment open where comments nest, ``_open_nested_comment``; then the
+    closers of what it leaves open) with its tree, when that tree has no error and the closer's reads a
+    comment from inside the text to the closer; None otherwise.
 
     Tree-sitter lexes each opener after an unclosed one to the end of the text, so its own parse of such a
     text is quadratic; with the closer appended it parses in linear time.  The comment runs to the end (no
@@ -156,13 +156,10 @@ def _open_comment(tree_parser: Any, grammar: Grammar, data: bytes) -> tuple[int,
         if opener is None or start is None or data.find(opener, start + len(opener)) < 0:
             continue
         closer = tail.encode()
-        completed = data + closer
+        nested = _open_nested_comment(grammar, data) if tail == BLOCK_COMMENT_END else None
+        completed = data + closer * (nested[1] if nested is not None else 1)  # Rust's: one per comment open
         tree = tree_parser.parse(completed)
         found = _comment_start(tree, data, opener, len(completed.rstrip(b"\n")))
-        if found is None and tail == BLOCK_COMMENT_END:  # comments that nest (Rust): one closer per opener
-            completed = data + closer * data.count(opener, start)
-            tree = tree_parser.parse(completed)
-            found = _comment_start(tree, data, opener, len(completed))
         if found is None:
             return None
         if tree.root_node.has_error:
@@ -579,6 +576,9 @@ def _open_nested_comment(grammar: Grammar, data: bytes) -> tuple[int, int] | Non
     tail it gives then closes no comment that the text left open, so it is not used."""
     if not grammar.nested_comments:
         return None
+    if b"*/" not in data:  # no closer (the common case, and a hostile one): every opener is open
+        first = data.find(b"/*")
+        return (first, data.count(b"/*")) if first >= 0 else None
     depth, start = 0, 0
     for mark in _COMMENT_MARKS.finditer(data):
         if mark.group() == b"/*":
