@@ -266,6 +266,8 @@ def blank_macro_calls(data: bytes) -> bytes:
     for found in filter(code, _MACRO_CALL.finditer(data)):
         if out[found.start(1)] != data[found.start(1)]:
             continue  # blanked already, as an attribute (`)`, then `GTEST_LOCK_REQUIRED_(mu) {` on its line)
+        if budget[0] <= 0:  # the scans have read all they may: no later call's `)` can be found
+            break
         end = _balanced_end(data, found.end() - 1, budget)
         if end is None or declaration_open(found.start(1)):
             continue
@@ -467,6 +469,10 @@ def _scan_balanced(data: bytes, start: int, limit: int) -> tuple[int | None, int
     depth, index = 0, start
     statement = False
     while index < limit:
+        found = _SCAN_STOP.search(data, index, limit)  # the next byte that can matter: the others pass
+        if found is None:
+            return None, limit - start
+        index = found.start()
         byte = data[index]
         if byte in b"\"'":
             close = data.find(bytes([byte]), index + 1, limit)
@@ -475,7 +481,7 @@ def _scan_balanced(data: bytes, start: int, limit: int) -> tuple[int | None, int
             if close < 0:
                 return None, index - start
             index = close
-        elif data.startswith(b"/*", index):
+        elif byte == 47 and data.startswith(b"/*", index):
             close = data.find(b"*/", index + 2, limit)
             if close < 0:
                 return None, index - start
@@ -492,6 +498,10 @@ def _scan_balanced(data: bytes, start: int, limit: int) -> tuple[int | None, int
             return None, index - start
         index += 1
     return None, index - start
+
+
+_SCAN_STOP = re.compile(rb"[\"'/();{}\n]")
+"""The bytes ``_scan_balanced`` acts on (a ``/`` may open a comment, a line break end a statement)."""
 
 
 def _blank(line: bytes) -> bytes:
