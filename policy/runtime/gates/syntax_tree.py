@@ -436,7 +436,8 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
     # a statement cut before its `;`: `$t = $a['x']` closes as `;}`, `$a = f(\n  1,` as `);`
     statement_end = (grammar.terminator.encode(),) if grammar.terminator else ()
     content = data.rstrip()
-    if content and content[-1] in _OPERAND_EXPECTED:
+    operand = bool(content) and content[-1] in _OPERAND_EXPECTED  # an operator or opener ends the text
+    if operand:
         yield FILLERS[0] + close, False, False
     for filler in (b"", *FILLERS, *grammar.fillers, *statement_end):
         yield filler + close, False, not filler
@@ -459,11 +460,11 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
         yield close + ending, False, False
     for ending in _block_endings(state, grammar) if grammar.headers or grammar.type_bodies else ():
         yield ending, False, False
-        if content and content[-1] in _OPERAND_EXPECTED:
+        if operand:
             yield FILLERS[0] + ending, False, False  # `if a ||` closes as ` _ {}}`
     if grammar.block_end and close:
         yield close.replace(b"}", grammar.block_end), False, False
-        yield from _block_end_variants(grammar, opened, content)
+        yield from _block_end_variants(grammar, opened, operand)
     arm = _arm_ending(grammar, data, opened)
     if arm:
         yield arm, False, False
@@ -493,21 +494,20 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
     if grammar.heredoc is not None:
         openers = list(grammar.heredoc.finditer(data))
         if openers:
-            yield from _heredoc_endings(tree_parser, grammar, data, opened, openers[-1])
+            yield from _heredoc_endings(tree_parser, grammar, data, opened, openers[-1], operand)
 
 
 def _heredoc_endings(tree_parser: Any, grammar: Grammar, data: bytes, opened: list[tuple[str, int]],
-                     opener: re.Match[bytes]) -> Iterator[tuple[bytes, bool, bool]]:
+                     opener: re.Match[bytes], operand: bool) -> Iterator[tuple[bytes, bool, bool]]:
     """Endings that close the heredoc ``opener`` starts, then what is open around it; first what opened
     inside its body (an interpolation ``#{f((a +`` spanning lines closes as `` _))}`` before the
-    terminator)."""
+    terminator, after a filler when the text ends expecting an ``operand``)."""
     terminator = b"\n" + opener.group(2) + b"\n"
     body = data.find(b"\n", opener.end()) + 1
     inside = _closing([entry for entry in opened if entry[1] >= body], grammar) if body else b""
     heads = [b""]
     if inside:
-        content = data.rstrip()
-        heads += [inside, FILLERS[0] + inside] if content and content[-1] in _OPERAND_EXPECTED else [inside]
+        heads += [inside, FILLERS[0] + inside] if operand else [inside]
     for head in heads:
         close = closers(tree_parser.parse(data + head + terminator), grammar)
         for filler in (b"", b";"):
@@ -515,14 +515,14 @@ def _heredoc_endings(tree_parser: Any, grammar: Grammar, data: bytes, opened: li
 
 
 def _block_end_variants(grammar: Grammar, opened: list[tuple[str, int]],
-                        content: bytes) -> Iterator[tuple[bytes, bool, bool]]:
+                        operand: bool) -> Iterator[tuple[bytes, bool, bool]]:
     """The closers with each ``}`` as ``Grammar.block_end`` and no terminator before it (an enum's ``{ v = !(a
-    ||`` closes as `` _)} _;``), after a filler for an operand; and with ``Grammar.call_body`` after their
-    first ``)`` (a constructor's initializer list cut inside an initializer, ``: a_(b``, closes as ``)
-    {}} _;``)."""
+    ||`` closes as `` _)} _;``), after a filler when the text ends expecting an ``operand``; and with
+    ``Grammar.call_body`` after their first ``)`` (a constructor's initializer list cut inside an
+    initializer, ``: a_(b``, closes as ``) {}} _;``)."""
     bare = _closing(opened, grammar, terminated=False)
     blocks = bare.replace(b"}", grammar.block_end)
-    if content and content[-1] in _OPERAND_EXPECTED:
+    if operand:
         yield FILLERS[0] + blocks, False, False
     yield blocks, False, False
     if grammar.call_body and b")" in bare:
