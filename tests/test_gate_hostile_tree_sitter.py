@@ -130,6 +130,17 @@ def test_a_text_ending_in_a_comment_is_parsed_with_the_comment_closed(
     assert len(parsed) == 2 and parsed[-1].startswith(parsed[-2]), list(map(len, parsed))
 
 
+def test_a_valid_text_with_few_openers_after_the_last_closer_is_parsed_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # valid Go as real code has it (the 200 KB bench text of bench_treesitter.py): an opener in a line
+    # comment, one more in a string; closing a comment there would be one parse more for nothing
+    text = ("package main\n\n/* a */\n" + "var x = 1\n" * 200 + "//go:embed tests/*\n"
+            'var glob = "a/*"\n' + "var y = 2\n" * 20)
+    parsed = _counting_parses("go", monkeypatch)
+    assert check_syntax_tree("go", text, partial=True).status == "valid"
+    assert parsed == [text.encode()]
+
+
 @pytest.mark.parametrize("language", OPEN_COMMENTS)
 def test_the_comment_a_whole_text_ends_inside_is_its_error(language: str) -> None:
     text = open_comments(language, size=200)

@@ -149,11 +149,15 @@ def _open_comment(tree_parser: Any, grammar: Grammar, data: bytes) -> tuple[int,
     own completion with that tail, tried first), and, whole, broken only there (the comment is not closed).
     A completion with an error is no proof: once a closer follows, tree-sitter reads a comment even inside
     a CSS string or an HTML attribute's value (``a { content: "/*"``), leaving that string open; such a
-    text, and one with a single opener (one read to the end), is parsed as it is."""
+    text is parsed as it is, and so is one whose later openers re-read less than the whole text in all
+    (their count times what follows the first): there the parse as it is costs about what this one more
+    parse would (valid Go with ``//go:embed tests/*`` and one more ``/*`` in a string after it)."""
     for tail in grammar.tails:
         opener = _TAIL_OPENERS.get(tail)
         start = _open_token_start(tail, data) if opener is not None else None
-        if opener is None or start is None or data.find(opener, start + len(opener)) < 0:
+        if opener is None or start is None:
+            continue
+        if data.count(opener, start + len(opener)) * (len(data) - start) <= len(data):
             continue
         closer = tail.encode()
         nested = _open_nested_comment(grammar, data) if tail == BLOCK_COMMENT_END else None
