@@ -122,7 +122,8 @@ def status(language: str, text: str, before: str | None = None) -> str:
     # a function's name, not blanked as such a macro
     ("c", "__owur const BIO_METHOD *BIO_f_ssl(void);\n__owur BIO *BIO_new_ssl(SSL_CTX *ctx, int client);\n"
      "__owur STACK_OF(X509_NAME) *SSL_load_CA(const char *file);\nO_DEPRECATED_3 __owur BIGNUM *g(SSL *s);\n"
-     "__owur OSSL_HANDSHAKE_STATE SSL_get_state(const SSL *ssl);\n"
+     "__owur OSSL_HANDSHAKE_STATE SSL_get_state(const SSL *ssl);\n__owur __owur SSL_CTX *SSL_new(void);\n"
+     "__owur const struct s_test *SSL_test_functions(void);\n"
      "EXTERN mp_err\t\tTclBN_mp_add(const mp_int *a,\n\t\t\t\tmp_int *c);\n"
      "X509_LOOKUP_TYPE X509_OBJECT_get_type(const X509_OBJECT *a);\nDES_LONG DES_cksum(const char *input,\n"
      "    long length);\n",
@@ -133,6 +134,9 @@ def status(language: str, text: str, before: str | None = None) -> str:
      "d(void (* func)(void *), void * arg _GLIBCXX_UNUSED)\n{\n  return 0;\n}\n",
      "static void\nlost(int sig _X_UNUSED)\n{\n}\nstatic inline int\n"
      "d(void (* func)(void *, void * arg _GLIBCXX_UNUSED)\n{\n  return 0;\n}\n"),
+    # an export macro, its type, then the function's name on the next line
+    ("c", "int x;\nFFI_API ffi_status\nffi_prep_closure (ffi_closure*,\n\t\t  void *user_data);\nint y;\n",
+     "int x;\nFFI_API ffi_status\nffi_prep_closure (ffi_closure*,\n\t\t  void *user_data;\nint y;\n"),
     # Microsoft's `__declspec(…)` alone on its line
     ("c", "#ifdef _MSC_VER\n__declspec(align(8))\n#endif\ntypedef struct {\n  int x;\n} ffi_closure;\n",
      "#ifdef _MSC_VER\n__declspec(align(8))\n#endif\ntypedef struct {\n  int x(;\n} ffi_closure;\n"),
@@ -285,8 +289,11 @@ def test_cpp_prefixes_stay_incomplete(prefix: str) -> None:
 
 @pytest.mark.parametrize(("language", "prefix"), [
     ("c", "typedef enum {\n    A,\n    B,\n"),                               # `} _;`: a typedef's name
+    ("c", "PR_BEGIN_EXTERN_C\nint x(int a);\n/* the map */\nNSPR_API( PRFileMap *)\nPR_OpenAnonFileMap(\n"
+          "    const char *dirName,\n"),  # the macro call a type, read as one name
     ("c", "struct p {\n\tint cmd;\n\n\tunion {\n\t\tstruct {\n\t\t\tint s;\n"),   # members' `};`
     ("c", 'extern "C" {\ntypedef struct s {\n  int *type;\n  /* content\n'),  # a comment, then `} _;}`
+    ("c", "struct f {\n\tunsigned int\n\t  a,    /* one */\n\t  b,\n\n\t  /*\n\t   * Threshold\n"),  # `*/ _}`
 ])
 def test_a_struct_body_closes_with_a_name_and_semicolon(language: str, prefix: str) -> None:
     assert status(language, prefix) == "incomplete"

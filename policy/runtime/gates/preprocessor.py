@@ -45,18 +45,23 @@ in its length (without them ``GMOCK_DEFINE_DEFAULT_ACTION_FOR_RETURN_TYPE_(`` wa
 exponentially many ways, and a name then 100,000 blanks took 190 s)."""
 _ALL_CAPS = rb"[A-Z][A-Z0-9]*_[A-Z0-9_]*"
 _SPECIFIER_MACRO = re.compile(rb"(?<![\w.>:])(" + _ALL_CAPS + rb")[ \t]+"
-                              rb"(?=[A-Za-z_]\w*\b[ \t]*(?:[A-Za-z_*&<]|::|\((?=[ \t]*\*)))")
+                              rb"(?=[A-Za-z_]\w*\b[ \t]*(?:[A-Za-z_*&<]|::|\((?=[ \t]*\*)"
+                              rb"|\r?\n[ \t]*[A-Za-z_]\w*[ \t]*\())")
 """An all-caps name with an underscore before a type and a name (``GTEST_API_ void f();``, ``FMT_CONSTEXPR
-inline T f(``, ``GL_API void (*f)(``): an export or attribute macro, which expands to a specifier or to
-nothing; not a type before a function's name (``X509_LOOKUP_TYPE X509_OBJECT_get_type(``)."""
-_LEADING_MACRO = re.compile(rb"^[ \t]*+(?:" + _ALL_CAPS + rb"[ \t]++)?(__[a-z]\w*+|[A-Z][A-Z0-9_]*+)[ \t]++"
-                            rb"(?=(?:(?:const|volatile)[ \t]+)?(?!(?:const|volatile)\b)"
+inline T f(``, ``GL_API void (*f)(``, libffi's ``FFI_API ffi_status`` then ``ffi_prep_cif (`` on the next
+line): an export or attribute macro, which expands to a specifier or to nothing; not a type before a
+function's name (``X509_LOOKUP_TYPE X509_OBJECT_get_type(``)."""
+_LEADING_MACRO = re.compile(rb"^[ \t]*+((?:(?:" + _ALL_CAPS + rb"|__[a-z]\w*+)[ \t]++)*?)"
+                            rb"(__[a-z]\w*+|[A-Z][A-Z0-9_]*+)[ \t]++"
+                            rb"(?=(?:(?:const|volatile)[ \t]+)?(?:(?:struct|union|enum)[ \t]+)?"
+                            rb"(?!(?:const|volatile|struct|union|enum)\b)"
                             rb"([A-Za-z_]\w*+)(?:\([\w \t*]*+\))?[ \t*]+[A-Za-z_]\w*+[ \t]*\()", re.MULTILINE)
 """A name starting a line before a type and a function's name (openssl's ``__owur const BIO_METHOD
-*BIO_f_ssl(``, ``__owur STACK_OF(X509_NAME) *f(``, Tcl's ``EXTERN mp_err TclBN_mp_add(``), maybe after an
-all-caps one (``OSSL_DEPRECATEDIN_3_0 __owur BIGNUM *f(``): an implementation's name or an upper-case macro
-that expands to a specifier or nothing.  Its group 2 is the type, kept whatever read it as a macro before
-(``__owur OSSL_HANDSHAKE_STATE SSL_get_state(``: no calling convention)."""
+*BIO_f_ssl(``, ``__owur STACK_OF(X509_NAME) *f(``, ``__owur const struct t *f(``, Tcl's ``EXTERN mp_err
+TclBN_mp_add(``), maybe after more of these or all-caps ones (group 1: ``OSSL_DEPRECATEDIN_3_0 __owur
+BIGNUM *f(``, ``__owur __owur T *f(``): an implementation's name or an upper-case macro that expands to a
+specifier or nothing.  Its group 3 is the type, kept whatever read it as a macro before (``__owur
+OSSL_HANDSHAKE_STATE SSL_get_state(``: no calling convention)."""
 _CLASS_MACRO = re.compile(rb"\b(?:class|struct|union)[ \t]+(" + _ALL_CAPS + rb")[ \t]+"
                           rb"(?=[A-Za-z_]\w*\b\s*(?::(?!:)|\{|final\b))")
 """The same in a class head (``class GTEST_API_ Cardinality {``)."""
@@ -334,9 +339,9 @@ def blank_macro_calls(data: bytes) -> bytes:
         if found.group(1) not in _KEYWORDS:
             _blank_span(out, found.start(1), found.end(1))
     for found in filter(code, _LEADING_MACRO.finditer(data)):
-        if found.group(1) not in _KEYWORDS:
-            _blank_span(out, found.start(1), found.end(1))
-            out[found.start(2) : found.end(2)] = found.group(2)
+        if found.group(2) not in _KEYWORDS:
+            _blank_span(out, found.start(1), found.end(2))
+            out[found.start(3) : found.end(3)] = found.group(3)
     in_line_comment = _LineComments(data)
     for found in filter(code, _TRAILING_ATTRIBUTE.finditer(data)):
         if not in_line_comment(found.start()):
@@ -362,11 +367,19 @@ def blank_macro_calls(data: bytes) -> bytes:
         if not rest.group(1) and rest.group(2) and rest.group(2)[0] in _CONTINUATION:
             _blank_span(out, found.start(1), end)  # an operand: one name, also when its arguments span lines
             out[found.start(1)] = ord("_")
+        elif (not rest.group(1) and rest.group(2) and _DECLARATOR_CALL.match(data, rest.start(2))
+              and b"\n" not in data[found.start(1) : end]):
+            out[found.start(1) : end] = b"_" * (end - found.start(1))  # a type: `NSPR_API( T *)`, then `f(`
         else:
             _blank_span(out, found.start(1), end)
             if rest.group(1) and _after_statement(data, found.start(1)):
                 _declaration(out, found.start(1), found.end() - 1, end)
     return bytes(out)
+
+
+_DECLARATOR_CALL = re.compile(rb"[A-Za-z_]\w*[ \t]*\(")
+"""A function's name and ``(`` starting the line after a macro call with no ``;``: the call expands to the
+function's type (NSPR's ``NSPR_API( PRFileMap *)`` then ``PR_OpenAnonFileMap(``), read as one name."""
 
 
 def _after_statement(data: bytes, start: int) -> bool:

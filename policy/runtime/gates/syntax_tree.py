@@ -489,6 +489,8 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
             tail_state = _open(tail_tree, grammar)
             close = _closing(tail_state.entries, grammar)
             yield tail.encode() + close, True, False
+            if tail in _TAIL_OPENERS and _operand_before(data, _open_token_start(tail, data)):
+                yield tail.encode() + FILLERS[0] + close, True, False  # `a,` then a comment: `*/ _}`
             if close != plain_close:  # the tree with the tail may hide a bracket in its error (`f(`, `%w{`)
                 yield tail.encode() + plain_close, True, False
             # `range []struct {` … `{"a", \`` closes as `\`}}{} {}}`: the literal, then the header's block
@@ -507,6 +509,15 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
             unclosed = [opener for opener in _unclosed_heredocs(openers, data) if opener is not openers[-1]]
             for opener in (openers[-1], *reversed(unclosed[len(unclosed) - _UNCLOSED_HEREDOCS :])):
                 yield from _heredoc_endings(tree_parser, grammar, data, opened, opener, operand)
+
+
+def _operand_before(data: bytes, start: int | None) -> bool:
+    """Whether the code before ``start`` (past blanks) ends expecting an operand (``recal,`` then a comment
+    opening at ``start``)."""
+    index = start or 0
+    while index > 0 and data[index - 1] in b" \t\r\n":
+        index -= 1
+    return index > 0 and data[index - 1] in _OPERAND_EXPECTED
 
 
 _QUOTE_TAILS = frozenset({'"', "`"})
