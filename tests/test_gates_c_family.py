@@ -137,6 +137,11 @@ def status(language: str, text: str, before: str | None = None) -> str:
     # an export macro, its type, then the function's name on the next line
     ("c", "int x;\nFFI_API ffi_status\nffi_prep_closure (ffi_closure*,\n\t\t  void *user_data);\nint y;\n",
      "int x;\nFFI_API ffi_status\nffi_prep_closure (ffi_closure*,\n\t\t  void *user_data;\nint y;\n"),
+    # macro calls in a list, each with no `;`, then a declaration
+    ("c", "/* on */\n\nDECLARE_ASN1_FUNCTIONS(CMS_ContentInfo)\nDECLARE_ASN1_FUNCTIONS(CMS_ReceiptRequest)\n"
+     "DECLARE_ASN1_PRINT_FUNCTION(CMS_ContentInfo)\n\nCMS_ContentInfo *CMS_new(int x, const char *q);\n",
+     "/* on */\n\nDECLARE_ASN1_FUNCTIONS(CMS_ContentInfo)\nDECLARE_ASN1_FUNCTIONS(CMS_ReceiptRequest)\n"
+     "DECLARE_ASN1_PRINT_FUNCTION(CMS_ContentInfo)\n\nCMS_ContentInfo *CMS_new(int x, const char *q;\n"),
     # Microsoft's `__declspec(…)` alone on its line
     ("c", "#ifdef _MSC_VER\n__declspec(align(8))\n#endif\ntypedef struct {\n  int x;\n} ffi_closure;\n",
      "#ifdef _MSC_VER\n__declspec(align(8))\n#endif\ntypedef struct {\n  int x(;\n} ffi_closure;\n"),

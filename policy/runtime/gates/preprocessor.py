@@ -367,8 +367,8 @@ def blank_macro_calls(data: bytes) -> bytes:
         if not rest.group(1) and rest.group(2) and rest.group(2)[0] in _CONTINUATION:
             _blank_span(out, found.start(1), end)  # an operand: one name, also when its arguments span lines
             out[found.start(1)] = ord("_")
-        elif (not rest.group(1) and rest.group(2) and _DECLARATOR_CALL.match(data, rest.start(2))
-              and b"\n" not in data[found.start(1) : end]):
+        elif (not rest.group(1) and rest.group(2) and b"\n" not in data[found.start(1) : end]
+              and _function_follows(data, rest.start(2), budget)):
             out[found.start(1) : end] = b"_" * (end - found.start(1))  # a type: `NSPR_API( T *)`, then `f(`
         else:
             _blank_span(out, found.start(1), end)
@@ -377,9 +377,22 @@ def blank_macro_calls(data: bytes) -> bytes:
     return bytes(out)
 
 
+def _function_follows(data: bytes, start: int, budget: list[int]) -> bool:
+    """Whether a function's declaration or definition starts at ``start`` (the line after a macro call with
+    no ``;``): a name and ``(``, its ``)`` followed by ``;`` or ``{``, or not in the text yet.  The call then
+    expands to the function's type (NSPR's ``NSPR_API( PRFileMap *)`` then ``PR_OpenAnonFileMap(``), not to
+    declarations of its own as the calls of a list do (``DECLARE_ASN1_FUNCTIONS(A)`` then ``…(B)``)."""
+    call = _DECLARATOR_CALL.match(data, start)
+    if call is None:
+        return False
+    end = _balanced_end(data, call.end() - 1, budget)
+    if end is None:
+        return True
+    after = _skip_comments(data, end)
+    return after >= len(data) or data[after] in b";{"
+
+
 _DECLARATOR_CALL = re.compile(rb"[A-Za-z_]\w*[ \t]*\(")
-"""A function's name and ``(`` starting the line after a macro call with no ``;``: the call expands to the
-function's type (NSPR's ``NSPR_API( PRFileMap *)`` then ``PR_OpenAnonFileMap(``), read as one name."""
 
 
 def _after_statement(data: bytes, start: int) -> bool:
