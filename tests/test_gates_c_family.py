@@ -142,6 +142,11 @@ def status(language: str, text: str, before: str | None = None) -> str:
      "DECLARE_ASN1_PRINT_FUNCTION(CMS_ContentInfo)\n\nCMS_ContentInfo *CMS_new(int x, const char *q);\n",
      "/* on */\n\nDECLARE_ASN1_FUNCTIONS(CMS_ContentInfo)\nDECLARE_ASN1_FUNCTIONS(CMS_ReceiptRequest)\n"
      "DECLARE_ASN1_PRINT_FUNCTION(CMS_ContentInfo)\n\nCMS_ContentInfo *CMS_new(int x, const char *q;\n"),
+    # a statement macro with no `;`, then an `if` statement
+    ("cpp", "void f(bool found) {\n  for (int i = 1; i < 2; i++) {\n    GMOCK_PARSE_FLAG(verbose)\n\n"
+     "    if (found) {\n      g(i);\n    }\n  }\n}\n",
+     "void f(bool found) {\n  for (int i = 1; i < 2; i++) {\n    GMOCK_PARSE_FLAG(verbose)\n\n"
+     "    if (found) {\n      g(i;\n    }\n  }\n}\n"),
     # Microsoft's `__declspec(…)` alone on its line
     ("c", "#ifdef _MSC_VER\n__declspec(align(8))\n#endif\ntypedef struct {\n  int x;\n} ffi_closure;\n",
      "#ifdef _MSC_VER\n__declspec(align(8))\n#endif\ntypedef struct {\n  int x(;\n} ffi_closure;\n"),

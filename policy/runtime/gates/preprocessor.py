@@ -383,7 +383,7 @@ def _function_follows(data: bytes, start: int, budget: list[int]) -> bool:
     expands to the function's type (NSPR's ``NSPR_API( PRFileMap *)`` then ``PR_OpenAnonFileMap(``), not to
     declarations of its own as the calls of a list do (``DECLARE_ASN1_FUNCTIONS(A)`` then ``…(B)``)."""
     call = _DECLARATOR_CALL.match(data, start)
-    if call is None:
+    if call is None or call.group(1) in _KEYWORDS:  # `if (a) {`: a statement, the calls before it too
         return False
     end = _balanced_end(data, call.end() - 1, budget)
     if end is None:
@@ -392,7 +392,7 @@ def _function_follows(data: bytes, start: int, budget: list[int]) -> bool:
     return after >= len(data) or data[after] in b";{"
 
 
-_DECLARATOR_CALL = re.compile(rb"[A-Za-z_]\w*[ \t]*\(")
+_DECLARATOR_CALL = re.compile(rb"([A-Za-z_]\w*)[ \t]*\(")
 
 
 def _after_statement(data: bytes, start: int) -> bool:
