@@ -142,6 +142,11 @@ def status(language: str, text: str, before: str | None = None) -> str:
      "DECLARE_ASN1_PRINT_FUNCTION(CMS_ContentInfo)\n\nCMS_ContentInfo *CMS_new(int x, const char *q);\n",
      "/* on */\n\nDECLARE_ASN1_FUNCTIONS(CMS_ContentInfo)\nDECLARE_ASN1_FUNCTIONS(CMS_ReceiptRequest)\n"
      "DECLARE_ASN1_PRINT_FUNCTION(CMS_ContentInfo)\n\nCMS_ContentInfo *CMS_new(int x, const char *q;\n"),
+    # an attribute macro before a constructor in its class
+    ("cpp", "template <typename T> struct typed_node : node<> {\n  T value;\n\n  template <typename Arg>\n"
+     "  FMT_CONSTEXPR typed_node(const Arg& arg) : value(arg) {}\n};\n",
+     "template <typename T> struct typed_node : node<> {\n  T value;\n\n  template <typename Arg>\n"
+     "  FMT_CONSTEXPR typed_node(const Arg& arg : value(arg) {}\n};\n"),
     # a statement macro with no `;`, then an `if` statement
     ("cpp", "void f(bool found) {\n  for (int i = 1; i < 2; i++) {\n    GMOCK_PARSE_FLAG(verbose)\n\n"
      "    if (found) {\n      g(i);\n    }\n  }\n}\n",

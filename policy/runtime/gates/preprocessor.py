@@ -45,12 +45,14 @@ in its length (without them ``GMOCK_DEFINE_DEFAULT_ACTION_FOR_RETURN_TYPE_(`` wa
 exponentially many ways, and a name then 100,000 blanks took 190 s)."""
 _ALL_CAPS = rb"[A-Z][A-Z0-9]*_[A-Z0-9_]*"
 _SPECIFIER_MACRO = re.compile(rb"(?<![\w.>:])(" + _ALL_CAPS + rb")[ \t]+"
-                              rb"(?=[A-Za-z_]\w*\b[ \t]*(?:[A-Za-z_*&<]|::|\((?=[ \t]*\*)"
+                              rb"(?=[A-Za-z_]\w*\b[ \t]*(?:[A-Za-z_(*&<]|::"
                               rb"|\r?\n[ \t]*[A-Za-z_]\w*[ \t]*\())")
 """An all-caps name with an underscore before a type and a name (``GTEST_API_ void f();``, ``FMT_CONSTEXPR
 inline T f(``, ``GL_API void (*f)(``, libffi's ``FFI_API ffi_status`` then ``ffi_prep_cif (`` on the next
-line): an export or attribute macro, which expands to a specifier or to nothing; not a type before a
-function's name (``X509_LOOKUP_TYPE X509_OBJECT_get_type(``)."""
+line, ``FMT_CONSTEXPR typed_node(`` a constructor in its class): an export or attribute macro, which expands
+to a specifier or to nothing; not a type before a function's name at a line's start (``X509_LOOKUP_TYPE
+X509_OBJECT_get_type(``, ``_NAME_CALL``)."""
+_NAME_CALL = re.compile(rb"[ \t]+[A-Za-z_]\w*[ \t]*\(")
 _LEADING_MACRO = re.compile(rb"^[ \t]*+((?:(?:" + _ALL_CAPS + rb"|__[a-z]\w*+)[ \t]++)*?)"
                             rb"(__[a-z]\w*+|[A-Z][A-Z0-9_]*+)[ \t]++"
                             rb"(?=(?:(?:const|volatile)[ \t]+)?(?:(?:struct|union|enum)[ \t]+)?"
@@ -328,8 +330,12 @@ def blank_macro_calls(data: bytes) -> bytes:
         if data[after : after + 1] != b"*":  # not a type whose declarator follows (`T\n*f(void);`)
             _blank_span(out, found.start(1), found.end(1))
     for found in filter(code, _SPECIFIER_MACRO.finditer(data)):
-        if not _after_tag(data, found.start()):  # `struct A_B x`: a type
-            _blank_span(out, found.start(1), found.end(1))
+        if _after_tag(data, found.start()):  # `struct A_B x`: a type
+            continue
+        line_start = data[found.start() - 1 : found.start()] in (b"", b"\n")
+        if line_start and _NAME_CALL.match(data, found.end(1)):
+            continue  # a type, then a function name at the top level (a constructor is indented in its class)
+        _blank_span(out, found.start(1), found.end(1))
     for found in filter(code, _CLASS_MACRO.finditer(data)):
         _blank_span(out, found.start(1), found.end(1))
     for found in filter(code, _DECLARATOR_MACRO.finditer(data)):
