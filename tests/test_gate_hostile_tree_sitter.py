@@ -22,7 +22,7 @@ from policy.model.validators import SYNTAX_TREE_LANGUAGES
 from policy.runtime.gates import syntax_tree
 from policy.runtime.gates.grammars import parser
 from policy.runtime.gates.problems import Verdict
-from policy.runtime.gates.syntax_tree import check_syntax_tree
+from policy.runtime.gates.syntax_tree import check_syntax_tree, completions
 
 PARSES = 10
 SECONDS_PER_100_KB = 3.0
@@ -203,6 +203,34 @@ def _check_in_bound(language: str, text: str, timed: bytes | None = None) -> Ver
     return verdict
 
 
+OPEN_ENDS = {"go": "var x = (((", "rust": "fn f() { x = (((", "java": "class A { int x = (((",
+             "c": "int x = (((", "cpp": "int x = (((", "php": "$x = (((", "css": "a { b: f(f(",
+             "shell": "x=$($(", "html": '<p><a b="'}
+"""What the code ends in: brackets (HTML: an attribute's value) left open."""
+
+
+@pytest.mark.parametrize("language", SYNTAX_TREE_LANGUAGES)
+def test_a_completion_is_parsed_from_the_tree_of_the_text_it_completes(
+        language: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # valid code, then open brackets: each completion parsed the whole text again (100 KB: 2 to 4 times the
+    # time of one parse in all)
+    start, unit, _, _ = OPEN_COMMENTS.get(language, ("", "f() {\n  echo 1\n}\n", "", ""))
+    text = start + unit * 200 + OPEN_ENDS.get(language, "x = (((")
+    from_trees: list[bool] = []
+    parsed = _counting_parses(language, monkeypatch, from_trees)
+    check_syntax_tree(language, text, partial=True)
+    completions = [index for index, data in enumerate(parsed) if data.startswith(parsed[0]) and index]
+    assert completions and all(from_trees[index] for index in completions), list(zip(map(len, parsed),
+                                                                                   from_trees, strict=True))
+
+
+def test_a_quote_appended_after_an_error_is_read_from_that_error_on() -> None:
+    # parsed from the tree edited at the end only, the string the quote closes was read on as code after it
+    # (the `if` a modifier, `end` closing `unless`): the quote's ending was lost
+    text = "def f=(b)\n  unless b\n    raise 'a b if x == :pp\n  end\n  super\nend\n"
+    assert "'\nend\nend" in completions("ruby", text)
+
+
 BROKEN_EARLY = {
     # a text that is one error from its first lines on: its start alone decides (``_broken_start``)
     "rust": 'x = "a\n' * 2_000,
@@ -224,17 +252,21 @@ def test_a_text_broken_early_is_decided_in_few_parses(case: str, monkeypatch: py
     assert sum(sizes) <= 2 * len(text.encode()), f"{len(parsed)} parses of {sizes}"
 
 
-def _counting_parses(language: str, monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
-    """The texts the gate's parser for ``language`` parses from now on, in order."""
+def _counting_parses(language: str, monkeypatch: pytest.MonkeyPatch,
+                     from_trees: list[bool] | None = None) -> list[bytes]:
+    """The texts the gate's parser for ``language`` parses from now on, in order (and in ``from_trees``,
+    whether each was parsed from an edited tree)."""
     real = parser(language)
     parsed: list[bytes] = []
 
     class Counting:
         language = real.language
 
-        def parse(self, data: bytes) -> object:
+        def parse(self, data: bytes, old_tree: object = None) -> object:
             parsed.append(data)
-            return real.parse(data)
+            if from_trees is not None:
+                from_trees.append(old_tree is not None)
+            return real.parse(data) if old_tree is None else real.parse(data, old_tree)
 
     monkeypatch.setattr(syntax_tree, "parser", lambda name: Counting())
     return parsed
