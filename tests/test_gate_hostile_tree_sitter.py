@@ -231,6 +231,48 @@ def test_a_quote_appended_after_an_error_is_read_from_that_error_on() -> None:
     assert "'\nend\nend" in completions("ruby", text)
 
 
+REPEATED = {
+    "brackets": lambda language: hostile(language) if language != "html" else "<p>" + "<div>" * 12_000,
+    "a long line of arguments": lambda language: '<p><a b="1" ' + 'c="1" ' * 10_000 if language == "html"
+    else _HEADS.get(language, "x = ") + "f(" + "1, " * 20_000,
+}
+
+
+@pytest.mark.parametrize("shape", REPEATED)
+@pytest.mark.parametrize("language", SYNTAX_TREE_LANGUAGES)
+def test_a_text_ending_in_one_unit_repeated_is_completed_with_fewer_repeats(
+        language: str, shape: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # 20,000 `(`: the completion closing them all was a parse of twice the text, read by tree-sitter in more
+    # than linear time (7 to 34 times one parse of the text in all)
+    text = REPEATED[shape](language)
+    parsed = _counting_parses(language, monkeypatch)
+    assert check_syntax_tree(language, text, partial=True).status == "incomplete"
+    sizes = list(map(len, parsed))
+    assert parsed[0] == text.encode() and sum(sizes[1:]) <= len(parsed[0]) // 4, sizes
+
+
+SHORTENED = {
+    # texts whose run of repeats the gate shortens, and what each is (the same as read whole)
+    "shell quotes, an odd count": ("shell", "x=" + '"' * 5_001, "incomplete"),
+    "shell quotes, an even count": ("shell", "x=" + '"' * 5_000, "valid"),
+    "ruby quotes, an even count": ("ruby", 'x = "' + '"' * 5_002, "incomplete"),
+    "a broken line, then brackets": ("c", "int x = ) (;\n" + "int y = " + "(" * 6_000, "invalid"),
+    "lines of open strings": ("java", 'x = "a\n' * 2_000, "invalid"),
+    "lines of calls": ("ruby", "f(x\n" * 2_000, "incomplete"),
+}
+
+
+@pytest.mark.parametrize("case", SHORTENED)
+def test_a_shortened_run_of_repeats_is_read_as_the_whole(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    language, text, status = SHORTENED[case]
+    shortened = check_syntax_tree(language, text, partial=True)
+    monkeypatch.setattr(syntax_tree, "_REPEATS_CUT", 10 ** 9)  # nothing is shortened
+    whole = check_syntax_tree(language, text, partial=True)
+    assert shortened.status == whole.status == status
+    if whole.problem is not None:
+        assert shortened.problem is not None and shortened.problem.line == whole.problem.line
+
+
 BROKEN_EARLY = {
     # a text that is one error from its first lines on: its start alone decides (``_broken_start``)
     "rust": 'x = "a\n' * 2_000,

@@ -128,12 +128,70 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> 
     """``valid``, ``incomplete`` or ``invalid`` with the error sites that stand."""
     comment = _open_comment(tree_parser, grammar, data)
     if comment is None:
-        return _analyse_tree(tree_parser, grammar, data, tree_parser.parse(data), partial)
+        tree = tree_parser.parse(data)
+        shorter = _shortened(data) if partial and tree.root_node.has_error else None
+        if shorter is None:
+            return _analyse_tree(tree_parser, grammar, data, tree, partial)
+        short, unit = shorter
+        status, sites = _analyse_tree(tree_parser, grammar, short, tree_parser.parse(short), partial,
+                                      len(data))
+        if status == "valid":  # the whole has an error: read it whole (no grammar seen does this)
+            return _analyse_tree(tree_parser, grammar, data, tree, partial)
+        return status, [_lengthened(site, len(short), unit, len(data)) for site in sites]
     start, closer, completed, tree = comment
     _, sites = _analyse_tree(tree_parser, grammar, completed, tree, partial)  # a CSS string a line ends
     if not partial:  # whole, the text is broken where the comment opens
         sites.append(Site(start, start, closer.strip(b"\n").decode()))
     return ("invalid", sites) if sites else ("incomplete", [])
+
+
+_REPEAT_UNIT = 16
+"""The longest unit whose repeats at the end of a text ``_shortened`` reads fewer of."""
+_REPEATS_KEPT = 64
+"""How many of those repeats it keeps at least."""
+_REPEATS_CYCLE = 840
+"""It cuts a multiple of this many repeats (the least common multiple of 1 to 8), so that the count left is
+the whole count modulo any cycle up to 8 repeats long (a quote that opens and closes in turn: 2)."""
+_REPEATS_CUT = 4096
+"""The fewest bytes it cuts: a shorter run costs little to read."""
+
+
+def _shortened(data: bytes) -> tuple[bytes, int] | None:
+    """``data`` with the run of one unit (up to ``_REPEAT_UNIT`` bytes) repeated at its end cut by a multiple
+    of ``_REPEATS_CYCLE`` repeats to ``_REPEATS_KEPT`` or a few hundred more, and the unit's length, when that
+    cuts ``_REPEATS_CUT`` bytes or more; None otherwise.
+
+    Twenty thousand ``(``, lines of ``f(x`` or of an open string, a long line of ``1, ``: each repeat reads as
+    the one before it does, opening or leaving open what that one did (what a grammar reads in a unit
+    depends on what is open before it, and the repeats before the cut open the same), so the shortened text
+    is a cut-off prefix, or broken, where the whole is.  Its completions close 680 repeats, not 20,000:
+    tree-sitter reads a deep nest in more than linear time, and a completion doubles it.  One slice
+    comparison per step of a bisection finds each run: O(n log n) bytes compared, in C."""
+    size = len(data)
+    best_cut, best_unit = 0, 0
+    for unit in range(1, _REPEAT_UNIT + 1):
+        if unit * (_REPEATS_KEPT + 1) > size or (best_unit and unit % best_unit == 0) \
+                or data[size - 2 * unit : size - unit] != data[size - unit :]:
+            continue  # (a multiple of a period found has the same run)
+        low, high = 2 * unit, size  # the longest tail with period ``unit``
+        while low < high:
+            middle = (low + high + 1) // 2
+            if data[size - middle : size - unit] == data[size - middle + unit :]:
+                low = middle
+            else:
+                high = middle - 1
+        cut = (low // unit - _REPEATS_KEPT) // _REPEATS_CYCLE * _REPEATS_CYCLE * unit
+        if cut > best_cut:
+            best_cut, best_unit = cut, unit
+    return (data[: size - best_cut], best_unit) if best_cut >= _REPEATS_CUT else None
+
+
+def _lengthened(site: Site, short: int, unit: int, whole: int) -> Site:
+    """A site of the text ``_shortened`` to ``short`` bytes (its repeats ``unit`` bytes long) in the whole
+    text of ``whole`` bytes: what lies in the last repeat kept, or after it, lies in the whole's last one."""
+    last = short - unit
+    return Site(site.start + (whole - short if site.start >= last else 0),
+                site.end + (whole - short if site.end >= last else 0), site.missing)
 
 
 def _open_comment(tree_parser: Any, grammar: Grammar, data: bytes) -> tuple[int, bytes, bytes, Any] | None:
@@ -226,9 +284,10 @@ _COMMENT_PARTS = 2
 ``parent`` scans from the root)."""
 
 
-def _analyse_tree(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any,
-                  partial: bool) -> tuple[str, list[Site]]:
-    """``_analyse`` of ``data`` parsed as ``tree``."""
+def _analyse_tree(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any, partial: bool,
+                  written: int | None = None) -> tuple[str, list[Site]]:
+    """``_analyse`` of ``data`` parsed as ``tree``; ``written`` is the size of the text written when ``data``
+    is that text ``_shortened``."""
     if not tree.root_node.has_error:
         broken = _line_broken_strings(grammar, data) if grammar.lenient_strings else []
         return ("invalid", broken) if broken else ("valid", [])
@@ -256,7 +315,7 @@ def _analyse_tree(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any,
     if not partial:
         # a tree can flag an error that no ERROR or MISSING node holds: nothing to point at, no block
         return ("invalid", conditions + errors) if conditions or errors else (complete, [])
-    standing = _broken_start(tree_parser, grammar, data, errors)
+    standing = _broken_start(tree_parser, grammar, data, errors, len(data) if written is None else written)
     if standing is None:
         standing = _completion_errors(tree_parser, grammar, data, tree)
     if standing is None:
@@ -291,16 +350,18 @@ _BROKEN_START_SHARE = 32
 """The start checked on its own is at most this share of the text (plus the rest of a line)."""
 
 
-def _broken_start(tree_parser: Any, grammar: Grammar, data: bytes, errors: list[Site]) -> list[Site] | None:
-    """When the text's first error lies in its first ``1/_BROKEN_START_SHARE``: the standing errors of the
-    text up to the end of the line that share ends on, when that start alone is no cut-off prefix (no ending
-    of it parses); None otherwise.  The start is judged as if it had been written alone, and a start the gate
-    would block is taken to break the text; the completions are parsed on that start only, not on the whole
-    text (a text that is one error from its start, such as lines of open strings, has no other early
-    decision).  This is no proof that no continuation exists: it adds a false block only where the gate
-    already blocks a valid prefix cut at a line end.  Undecided, it costs at most a few parses of that
-    share."""
-    if len(data) < _BROKEN_START_MIN or not errors:
+def _broken_start(tree_parser: Any, grammar: Grammar, data: bytes, errors: list[Site],
+                  written: int) -> list[Site] | None:
+    """When the text written is ``_BROKEN_START_MIN`` bytes or more (``written``; ``data`` may be it
+    ``_shortened``) and ``data``'s first error lies in its first ``1/_BROKEN_START_SHARE``: the standing
+    errors of the text up to the end of the line that share ends on, when that start alone is no cut-off
+    prefix (no ending of it parses); None otherwise.  The start is judged as if it had been written alone,
+    and a start the gate would block is taken to break the text; the completions are parsed on that start
+    only, not on the whole text (a text that is one error from its start, such as lines of open strings, has
+    no other early decision).  This is no proof that no continuation exists: it adds a false block only
+    where the gate already blocks a valid prefix cut at a line end.  Undecided, it costs at most a few parses
+    of that share."""
+    if written < _BROKEN_START_MIN or not errors:
         return None
     share = len(data) // _BROKEN_START_SHARE
     if min(site.start for site in errors) >= share:
