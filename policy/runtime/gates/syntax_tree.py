@@ -295,6 +295,8 @@ def _analyse_tree(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any, pa
     conditions: list[Site] = []
     complete = "valid"
     original = data
+    if grammar.conditionals and partial and _completes_as_written(tree_parser, grammar, data, tree, errors):
+        return "incomplete", []
     if grammar.conditionals:
         data = blank_continued_comments(data)
         if partial:
@@ -321,6 +323,26 @@ def _analyse_tree(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any, pa
     if standing is None:
         return ("invalid", conditions) if conditions else ("incomplete", [])
     return "invalid", conditions + standing
+
+
+def _completes_as_written(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any,
+                          errors: list[Site]) -> bool:
+    """Whether the text, not preprocessed, completed by the closers of what it leaves open (after a filler
+    where it ends expecting an operand, as ``_completions`` tries first) parses with no standing error, and
+    no string in it is ended by a line break: a cut-off prefix as tree-sitter reads it, the reading that
+    decides a whole text valid.  The preprocessor's passes (``blank_macro_calls`` and the rest: several
+    regular-expression scans of the whole text) run only on a text that does not complete so (a 100 KB
+    string line of export macros: 40 times the parse's time).  Tried only where the tree's ``errors`` all
+    reach the last line: one that ends before it has text after it that the closers do not change (macros
+    the grammar cannot read, one error each), and the parse would be one more for nothing."""
+    last_line = data.rfind(b"\n", 0, len(data.rstrip())) + 1
+    if any(site.end < last_line for site in errors) or _line_broken_strings(grammar, data):
+        return False
+    content = data.rstrip()
+    operand = bool(content) and content[-1] in _OPERAND_EXPECTED  # `int x = (` closes as ` _)`
+    ending = (FILLERS[0] if operand else b"") + closers(tree, grammar)
+    completed = _parse_appended(tree_parser, data, tree, ending) if ending else tree
+    return not (_standing(data, completed, False, grammar) or _unclosed_calls(grammar, data, completed))
 
 
 def _completion_errors(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any) -> list[Site] | None:
