@@ -147,24 +147,25 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> 
 
 _REPEAT_UNIT = 16
 """The longest unit whose repeats at the end of a text ``_shortened`` reads fewer of."""
-_REPEATS_KEPT = 64
-"""How many of those repeats it keeps at least."""
-_REPEATS_CYCLE = 840
-"""It cuts a multiple of this many repeats (the least common multiple of 1 to 8), so that the count left is
-the whole count modulo any cycle up to 8 repeats long (a quote that opens and closes in turn: 2)."""
+_REPEATS_KEPT = 256
+"""How many of those repeats it keeps at least: tree-sitter's error recovery reads a short run otherwise than
+a long one (the gate blocks shell's ``x=$f(1, 1, …`` with up to 150 repeats of ``1, ``, not with 200)."""
+_REPEATS_CYCLE = 60
+"""It cuts a multiple of this many repeats (the least common multiple of 1 to 6), so that the count left is
+the whole count modulo any cycle up to 6 repeats long (a quote that opens and closes in turn: 2)."""
 _REPEATS_CUT = 4096
 """The fewest bytes it cuts: a shorter run costs little to read."""
 
 
 def _shortened(data: bytes) -> tuple[bytes, int] | None:
     """``data`` with the run of one unit (up to ``_REPEAT_UNIT`` bytes) repeated at its end cut by a multiple
-    of ``_REPEATS_CYCLE`` repeats to ``_REPEATS_KEPT`` or a few hundred more, and the unit's length, when that
+    of ``_REPEATS_CYCLE`` repeats to ``_REPEATS_KEPT`` or up to 59 more, and the unit's length, when that
     cuts ``_REPEATS_CUT`` bytes or more; None otherwise.
 
     Twenty thousand ``(``, lines of ``f(x`` or of an open string, a long line of ``1, ``: each repeat reads as
     the one before it does, opening or leaving open what that one did (what a grammar reads in a unit
     depends on what is open before it, and the repeats before the cut open the same), so the shortened text
-    is a cut-off prefix, or broken, where the whole is.  Its completions close 680 repeats, not 20,000:
+    is a cut-off prefix, or broken, where the whole is.  Its completions close 260 repeats, not 20,000:
     tree-sitter reads a deep nest in more than linear time, and a completion doubles it.  One slice
     comparison per step of a bisection finds each run: O(n log n) bytes compared, in C."""
     size = len(data)
