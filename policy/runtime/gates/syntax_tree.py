@@ -879,6 +879,7 @@ def _open(tree: Any, grammar: Grammar, angles: bool = False) -> _Opened:
     opened = _Opened()
     tracked = _tracked(grammar.name) | (_ANGLES if angles else frozenset())
     skip_valid = not angles and grammar.name not in _UNBALANCED_VALID
+    skip_closed = grammar.name == "html"
     root = tree.root_node
     stack: list[tuple[Any, list[Any], int]] = [(None, [root], 0)]
     while stack:
@@ -889,6 +890,8 @@ def _open(tree: Any, grammar: Grammar, angles: bool = False) -> _Opened:
             if node.child_count:
                 if skip_valid and not node.has_error and node.type not in _OPENING_TAGS:
                     continue  # parsed without error: every bracket it opens it closes
+                if skip_closed and node.type == "element" and not node.has_error and _closes_itself(node):
+                    continue  # its end tag closes all it opened (its own `</p>`-less elements too)
                 stack.append((parent, children, index))
                 parent, children, index = node, node.children, 0
             elif node.type in tracked and not node.is_missing:
@@ -896,6 +899,14 @@ def _open(tree: Any, grammar: Grammar, angles: bool = False) -> _Opened:
                 if not (angles and _angle(opened, node, parent, previous)):
                     _track(opened, node, parent, previous, grammar)
     return opened
+
+
+def _closes_itself(element: Any) -> bool:
+    """Whether an HTML element parsed without error ends in the end tag of its own start tag: the walk of
+    ``_open`` would push its tag, then pop down to it at that end tag, leaving the stack as it was."""
+    first, last = element.child(0), element.child(element.child_count - 1)
+    return (first is not None and last is not None and first.type == "start_tag" and last.type == "end_tag"
+            and _end_tag(first) == _end_tag(last))
 
 
 _ANGLES = frozenset({"<", *_ANGLES_CLOSED})
