@@ -26,10 +26,13 @@ times, so each scope has one warning (3rd) and one stop (5th) under the
 ``builtin:deerflow`` policy, DeerFlow's defaults.  Each turn is what the agent
 loop does: ``after_model`` (timed), then the tool call and the next model
 request (not timed; the guard's ``wrap_tool_call`` and both ``wrap_model_call``s,
-and for both sides the same ``rest_of_the_turn``: the tool's 1.4 KB answer joins
-the conversation, which is serialised as the next request, and 8 MB are written,
-as the tool's process would evict the core's caches; ``--warm-caches`` skips that),
-each scope entered with ``before_agent`` and left with ``after_agent``.
+whose handler, the model call, is for both sides the same ``rest_of_the_turn``:
+the tool's 1.4 KB answer joins the conversation, which is serialised as the next
+request, and 8 MB are written, as the tool's process and the model's round trip
+would evict the core's caches; ``--warm-caches`` skips that), each scope entered
+with ``before_agent`` and left with ``after_agent``.  The eviction runs inside
+the handler, as the round trip does: what a ``wrap_model_call`` touches before
+its handler is not left warm for the next ``after_model``.
 
 Logging.  By default as DeerFlow's gateway sets it up (``production_logging``):
 the root logger at INFO with one formatting stream handler, and the ``deerflow``
@@ -413,7 +416,7 @@ in them.  0 with ``--warm-caches``."""
 
 
 def rest_of_the_turn(conversation: list[dict[str, Any]], call: dict[str, Any]) -> None:
-    """What runs between two ``after_model`` calls in any deployment, the same for both sides: the
+    """The model call, the handler of both sides' ``wrap_model_call``, the same for both: the
     tool's answer joins the conversation, the next model request is serialised as a chat client
     sends it, and ``EVICT_BYTES`` are written (the tool's process and the model's round trip
     themselves are left out).  Without it, a middleware that does nothing between turns would
@@ -456,8 +459,8 @@ def run_scope(impl: str, middleware: Any, scope: int, states: list[tuple[dict[st
                 tool_call_id=call["id"], store=None)
             middleware.wrap_tool_call(ToolCallRequest(tool_call=call, tool=None, state=state,
                                                       runtime=tool_runtime), tool_answer)
-        rest_of_the_turn(conversation, state["messages"][-1].tool_calls[0])
-        middleware.wrap_model_call(request, lambda r: None)
+        made = state["messages"][-1].tool_calls[0]
+        middleware.wrap_model_call(request, lambda r, made=made: rest_of_the_turn(conversation, made))
     middleware.after_agent({"messages": []}, runtime)
 
 

@@ -177,7 +177,10 @@ def _blank_body(found: re.Match[bytes]) -> bytes:
     return found.group()[:start] + re.sub(rb"[^\n]", b"_", found.group(3))
 
 
-_CSS_STRINGS = re.compile(rb"/\*.*?(?:\*/|\Z)|\"(?:[^\"\\\n]|\\.)*[\"\n]|'(?:[^'\\\n]|\\.)*['\n]", re.DOTALL)
+_CSS_STRINGS = re.compile(rb"/\*.*?(?:\*/|\Z)|\"(?:[^\"\\\n]++|\\.)*+[\"\n]|'(?:[^'\\\n]++|\\.)*+['\n]",
+                          re.DOTALL)
+"""CSS's comments and strings (a string a line break ends is broken).  The strings' runs are possessive: a
+100 KB string is one step of the scan, not one backtracking entry a byte."""
 _NTH_ARGUMENT = re.compile(rb":nth-(?:last-)?(?:child|of-type)\(([^()\n]*)\)")
 """``:nth-child(2n-1)``, whose ``An+B`` tree-sitter-css 0.25 does not know."""
 
@@ -284,9 +287,9 @@ _CPP_LINE = re.compile(rb"[ \t]*(?:namespace(?:[ \t]+\w+)?(?:[ \t]+\w+\([^()\n]*
 the next line), a template, a class (ICU's ``class U_COMMON_API CanonicalIterator U_FINAL : public``)."""
 _C_STRINGS = re.compile(
     rb"/\*.*?(?:\*/|\Z)|//[^\n]*|(?<!\w)(?:u8|[uUL])?R\"([^()\\ \t\n]{0,16})\(.*?(?:\)\1\"|\Z)"
-    rb"|'(?:[^'\\\n]|\\.){1,8}'|\"(?:[^\"\\\n]|\\.)*[\"\n]", re.DOTALL)
+    rb"|'(?:[^'\\\n]|\\.){1,8}'|\"(?:[^\"\\\n]++|\\.)*+[\"\n]", re.DOTALL)
 """C's comments, C++ raw strings, character literals and strings: a string a line break ends is broken (a
-backslash before the break continues it)."""
+backslash before the break continues it).  Possessive, as ``_CSS_STRINGS``."""
 _TEMPLATE_HEADS = (b" struct _;", b"> struct _;", b" _> struct _;", b">> struct _;", b" _>> struct _;")
 """A template header waiting for its declaration, maybe cut inside its parameters (``template <typename T,
 typename E = std::is_void<``): ``<`` is no bracket to the closers."""

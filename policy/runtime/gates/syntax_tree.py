@@ -129,12 +129,71 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> 
     """``valid``, ``incomplete`` or ``invalid`` with the error sites that stand."""
     comment = _open_comment(tree_parser, grammar, data)
     if comment is None:
-        return _analyse_tree(tree_parser, grammar, data, tree_parser.parse(data), partial)
+        tree = tree_parser.parse(data)
+        shorter = _shortened(data) if partial and tree.root_node.has_error else None
+        if shorter is None:
+            return _analyse_tree(tree_parser, grammar, data, tree, partial)
+        short, unit = shorter
+        status, sites = _analyse_tree(tree_parser, grammar, short, tree_parser.parse(short), partial,
+                                      len(data))
+        if status == "valid":  # the whole has an error: read it whole (no grammar seen does this)
+            return _analyse_tree(tree_parser, grammar, data, tree, partial)
+        return status, [_lengthened(site, len(short), unit, len(data)) for site in sites]
     start, closer, completed, tree = comment
     _, sites = _analyse_tree(tree_parser, grammar, completed, tree, partial)  # a CSS string a line ends
     if not partial:  # whole, the text is broken where the comment opens
         sites.append(Site(start, start, closer.strip(b"\n").decode()))
     return ("invalid", sites) if sites else ("incomplete", [])
+
+
+_REPEAT_UNIT = 16
+"""The longest unit whose repeats at the end of a text ``_shortened`` reads fewer of."""
+_REPEATS_KEPT = 256
+"""How many of those repeats it keeps at least: tree-sitter's error recovery reads a short run otherwise than
+a long one (the gate blocks shell's ``x=$f(1, 1, …`` with up to 150 repeats of ``1, ``, not with 200)."""
+_REPEATS_CYCLE = 60
+"""It cuts a multiple of this many repeats (the least common multiple of 1 to 6), so that the count left is
+the whole count modulo any cycle up to 6 repeats long (a quote that opens and closes in turn: 2)."""
+_REPEATS_CUT = 4096
+"""The fewest bytes it cuts: a shorter run costs little to read."""
+
+
+def _shortened(data: bytes) -> tuple[bytes, int] | None:
+    """``data`` with the run of one unit (up to ``_REPEAT_UNIT`` bytes) repeated at its end cut by a multiple
+    of ``_REPEATS_CYCLE`` repeats to ``_REPEATS_KEPT`` or up to 59 more, and the unit's length, when that
+    cuts ``_REPEATS_CUT`` bytes or more; None otherwise.
+
+    Twenty thousand ``(``, lines of ``f(x`` or of an open string, a long line of ``1, ``: each repeat reads as
+    the one before it does, opening or leaving open what that one did (what a grammar reads in a unit
+    depends on what is open before it, and the repeats before the cut open the same), so the shortened text
+    is a cut-off prefix, or broken, where the whole is.  Its completions close 260 repeats, not 20,000:
+    tree-sitter reads a deep nest in more than linear time, and a completion doubles it.  One slice
+    comparison per step of a bisection finds each run: O(n log n) bytes compared, in C."""
+    size = len(data)
+    best_cut, best_unit = 0, 0
+    for unit in range(1, _REPEAT_UNIT + 1):
+        if unit * (_REPEATS_KEPT + 1) > size or (best_unit and unit % best_unit == 0) \
+                or data[size - 2 * unit : size - unit] != data[size - unit :]:
+            continue  # (a multiple of a period found has the same run)
+        low, high = 2 * unit, size  # the longest tail with period ``unit``
+        while low < high:
+            middle = (low + high + 1) // 2
+            if data[size - middle : size - unit] == data[size - middle + unit :]:
+                low = middle
+            else:
+                high = middle - 1
+        cut = (low // unit - _REPEATS_KEPT) // _REPEATS_CYCLE * _REPEATS_CYCLE * unit
+        if cut > best_cut:
+            best_cut, best_unit = cut, unit
+    return (data[: size - best_cut], best_unit) if best_cut >= _REPEATS_CUT else None
+
+
+def _lengthened(site: Site, short: int, unit: int, whole: int) -> Site:
+    """A site of the text ``_shortened`` to ``short`` bytes (its repeats ``unit`` bytes long) in the whole
+    text of ``whole`` bytes: what lies in the last repeat kept, or after it, lies in the whole's last one."""
+    last = short - unit
+    return Site(site.start + (whole - short if site.start >= last else 0),
+                site.end + (whole - short if site.end >= last else 0), site.missing)
 
 
 def _open_comment(tree_parser: Any, grammar: Grammar, data: bytes) -> tuple[int, bytes, bytes, Any] | None:
@@ -171,12 +230,40 @@ def _open_comment(tree_parser: Any, grammar: Grammar, data: bytes) -> tuple[int,
             close = closers(tree, grammar)
             if not close:
                 return None
+            tree = _parse_appended(tree_parser, completed, tree, close)
             completed += close
-            tree = tree_parser.parse(completed)
             if tree.root_node.has_error:
                 return None
         return found, closer, completed, tree
     return None
+
+
+def _parse_appended(tree_parser: Any, data: bytes, tree: Any, suffix: bytes, closes_token: bool = False) \
+        -> Any:
+    """The tree of ``data + suffix``, parsed from ``tree`` (``data``'s, left as it is) edited by the append:
+    tree-sitter reads again what the append can change and takes the rest from ``tree`` (100 KB of code,
+    then a completion's closers: 3 to 15 times less than a parse of the whole).  A suffix that
+    ``closes_token`` (a tail), or holds a byte that can end a string or comment, may turn what follows an
+    error into a string's content (a Ruby string that an appended quote closes had been read on as code):
+    then all from the text's first error on is read again."""
+    completed = data + suffix
+    ends_token = closes_token or not _TOKEN_ENDS.isdisjoint(suffix.replace(b"</", b""))  # `</p>`: an end tag
+    first = next(_error_nodes(tree), None) if ends_token else None
+    changed = len(data) if first is None else int(first.start_byte)
+    edited = tree.copy()
+    edited.edit(changed, len(data), len(completed), _point(data, changed), _point(data, len(data)),
+                _point(completed, len(completed)))
+    return tree_parser.parse(completed, edited)
+
+
+_TOKEN_ENDS = frozenset(b"\"'`/*#%-\\")
+"""Bytes that can end a string, comment or heredoc (or a Ruby ``%`` literal): a suffix with none of them only
+closes brackets and blocks and fills operands."""
+
+
+def _point(data: bytes, offset: int) -> tuple[int, int]:
+    """The row and column (in bytes) of ``offset`` in ``data``."""
+    return data.count(b"\n", 0, offset), offset - data.rfind(b"\n", 0, offset) - 1
 
 
 def _comment_start(tree: Any, data: bytes, opener: bytes, end: int) -> int | None:
@@ -199,9 +286,10 @@ _COMMENT_PARTS = 2
 ``parent`` scans from the root)."""
 
 
-def _analyse_tree(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any,
-                  partial: bool) -> tuple[str, list[Site]]:
-    """``_analyse`` of ``data`` parsed as ``tree``."""
+def _analyse_tree(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any, partial: bool,
+                  written: int | None = None) -> tuple[str, list[Site]]:
+    """``_analyse`` of ``data`` parsed as ``tree``; ``written`` is the size of the text written when ``data``
+    is that text ``_shortened``."""
     if not tree.root_node.has_error:
         broken = _line_broken_strings(grammar, data) if grammar.lenient_strings else []
         return ("invalid", broken) if broken else ("valid", [])
@@ -209,6 +297,8 @@ def _analyse_tree(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any,
     conditions: list[Site] = []
     complete = "valid"
     original = data
+    if grammar.conditionals and partial and _completes_as_written(tree_parser, grammar, data, tree, errors):
+        return "incomplete", []
     if grammar.conditionals:
         data = blank_continued_comments(data)
         if partial:
@@ -229,12 +319,32 @@ def _analyse_tree(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any,
     if not partial:
         # a tree can flag an error that no ERROR or MISSING node holds: nothing to point at, no block
         return ("invalid", conditions + errors) if conditions or errors else (complete, [])
-    standing = _broken_start(tree_parser, grammar, data, errors)
+    standing = _broken_start(tree_parser, grammar, data, errors, len(data) if written is None else written)
     if standing is None:
         standing = _completion_errors(tree_parser, grammar, data, tree)
     if standing is None:
         return ("invalid", conditions) if conditions else ("incomplete", [])
     return "invalid", conditions + standing
+
+
+def _completes_as_written(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any,
+                          errors: list[Site]) -> bool:
+    """Whether the text, not preprocessed, completed by the closers of what it leaves open (after a filler
+    where it ends expecting an operand, as ``_completions`` tries first) parses with no standing error, and
+    no string in it is ended by a line break: a cut-off prefix as tree-sitter reads it, the reading that
+    decides a whole text valid.  The preprocessor's passes (``blank_macro_calls`` and the rest: several
+    regular-expression scans of the whole text) run only on a text that does not complete so (a 100 KB
+    string line of export macros: 40 times the parse's time).  Tried only where the tree's ``errors`` all
+    reach the last line: one that ends before it has text after it that the closers do not change (macros
+    the grammar cannot read, one error each), and the parse would be one more for nothing."""
+    last_line = data.rfind(b"\n", 0, len(data.rstrip())) + 1
+    if any(site.end < last_line for site in errors) or _line_broken_strings(grammar, data):
+        return False
+    content = data.rstrip()
+    operand = bool(content) and content[-1] in _OPERAND_EXPECTED  # `int x = (` closes as ` _)`
+    ending = (FILLERS[0] if operand else b"") + closers(tree, grammar)
+    completed = _parse_appended(tree_parser, data, tree, ending) if ending else tree
+    return not (_standing(data, completed, False, grammar) or _unclosed_calls(grammar, data, completed))
 
 
 def _completion_errors(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any) -> list[Site] | None:
@@ -246,7 +356,7 @@ def _completion_errors(tree_parser: Any, grammar: Grammar, data: bytes, tree: An
         if (suffix, closed) in tried:
             continue
         tried.add((suffix, closed))
-        completed = tree_parser.parse(data + suffix) if suffix else tree
+        completed = _parse_appended(tree_parser, data, tree, suffix, closed) if suffix else tree
         standing = _standing(data, completed, closed, grammar) or _unclosed_calls(grammar, data, completed)
         if not standing:
             return None
@@ -264,16 +374,18 @@ _BROKEN_START_SHARE = 32
 """The start checked on its own is at most this share of the text (plus the rest of a line)."""
 
 
-def _broken_start(tree_parser: Any, grammar: Grammar, data: bytes, errors: list[Site]) -> list[Site] | None:
-    """When the text's first error lies in its first ``1/_BROKEN_START_SHARE``: the standing errors of the
-    text up to the end of the line that share ends on, when that start alone is no cut-off prefix (no ending
-    of it parses); None otherwise.  The start is judged as if it had been written alone, and a start the gate
-    would block is taken to break the text; the completions are parsed on that start only, not on the whole
-    text (a text that is one error from its start, such as lines of open strings, has no other early
-    decision).  This is no proof that no continuation exists: it adds a false block only where the gate
-    already blocks a valid prefix cut at a line end.  Undecided, it costs at most a few parses of that
-    share."""
-    if len(data) < _BROKEN_START_MIN or not errors:
+def _broken_start(tree_parser: Any, grammar: Grammar, data: bytes, errors: list[Site],
+                  written: int) -> list[Site] | None:
+    """When the text written is ``_BROKEN_START_MIN`` bytes or more (``written``; ``data`` may be it
+    ``_shortened``) and ``data``'s first error lies in its first ``1/_BROKEN_START_SHARE``: the standing
+    errors of the text up to the end of the line that share ends on, when that start alone is no cut-off
+    prefix (no ending of it parses); None otherwise.  The start is judged as if it had been written alone,
+    and a start the gate would block is taken to break the text; the completions are parsed on that start
+    only, not on the whole text (a text that is one error from its start, such as lines of open strings, has
+    no other early decision).  This is no proof that no continuation exists: it adds a false block only
+    where the gate already blocks a valid prefix cut at a line end.  Undecided, it costs at most a few parses
+    of that share."""
+    if written < _BROKEN_START_MIN or not errors:
         return None
     share = len(data) // _BROKEN_START_SHARE
     if min(site.start for site in errors) >= share:
@@ -482,8 +594,7 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
             continue  # the text cannot end inside what this tail closes
         if tail in _QUOTE_TAILS:
             yield from _interpolation_ending(tree_parser, grammar, data, opened, tail)
-        with_tail = data + tail.encode()
-        tail_tree = tree_parser.parse(with_tail)
+        tail_tree = _parse_appended(tree_parser, data, tree, tail.encode(), closes_token=True)
         # a raw string open at the end is no token to a tree in error recovery: its opener tells
         if tail in raw or _closes_open_token(tail_tree, len(data), len(data) + len(tail.rstrip("\n"))):
             tail_state = _open(tail_tree, grammar)
@@ -508,7 +619,7 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
             # the last opener, then the latest ones no terminator follows (the last may be text in a body)
             unclosed = [opener for opener in _unclosed_heredocs(openers, data) if opener is not openers[-1]]
             for opener in (openers[-1], *reversed(unclosed[len(unclosed) - _UNCLOSED_HEREDOCS :])):
-                yield from _heredoc_endings(tree_parser, grammar, data, opened, opener, operand)
+                yield from _heredoc_endings(tree_parser, grammar, data, tree, opened, opener, operand)
 
 
 def _operand_before(data: bytes, start: int | None) -> bool:
@@ -579,12 +690,14 @@ def _terminator_line(name: bytes) -> re.Pattern[bytes]:
     return re.compile(rb"^[ \t]*" + re.escape(name) + rb"[ \t]*(?:[;,)][^\n]*)?$\n?", re.MULTILINE)
 
 
-def _heredoc_endings(tree_parser: Any, grammar: Grammar, data: bytes, opened: list[tuple[str, int]],
-                     opener: re.Match[bytes], operand: bool) -> Iterator[tuple[bytes, bool, bool]]:
-    """Endings that close the heredoc ``opener`` starts, then what is open around it; first what opened
-    inside its body (an interpolation ``#{f((a +`` spanning lines closes as `` _))}`` before the
-    terminator, after a filler when the text ends expecting an ``operand``); after the terminator, a filler
-    when the opener's line ends expecting one (``f(<<-End),``: the next argument follows the body)."""
+def _heredoc_endings(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any,
+                     opened: list[tuple[str, int]], opener: re.Match[bytes],
+                     operand: bool) -> Iterator[tuple[bytes, bool, bool]]:
+    """Endings that close the heredoc ``opener`` starts (``data`` parsed as ``tree``), then what is open
+    around it; first what opened inside its body (an interpolation ``#{f((a +`` spanning lines closes as
+    `` _))}`` before the terminator, after a filler when the text ends expecting an ``operand``); after the
+    terminator, a filler when the opener's line ends expecting one (``f(<<-End),``: the next argument
+    follows the body)."""
     terminator = b"\n" + opener.group(2) + b"\n"
     body = data.find(b"\n", opener.end()) + 1
     inside = _closing([entry for entry in opened if entry[1] >= body], grammar) if body else b""
@@ -594,7 +707,8 @@ def _heredoc_endings(tree_parser: Any, grammar: Grammar, data: bytes, opened: li
     line = data[opener.end() : body].rstrip() if body else b""
     fillers = (b"", b";", FILLERS[0]) if line[-1:] and line[-1] in _OPERAND_EXPECTED else (b"", b";")
     for head in heads:
-        close = closers(tree_parser.parse(data + head + terminator), grammar)
+        ended = _parse_appended(tree_parser, data, tree, head + terminator, closes_token=True)
+        close = closers(ended, grammar)
         for filler in fillers:
             yield head + terminator + filler + close, True, False
 
@@ -894,6 +1008,7 @@ def _open(tree: Any, grammar: Grammar, angles: bool = False) -> _Opened:
     opened = _Opened()
     tracked = _tracked(grammar.name) | (_ANGLES if angles else frozenset())
     skip_valid = not angles and grammar.name not in _UNBALANCED_VALID
+    skip_closed = grammar.name == "html"
     root = tree.root_node
     stack: list[tuple[Any, list[Any], int]] = [(None, [root], 0)]
     while stack:
@@ -904,6 +1019,8 @@ def _open(tree: Any, grammar: Grammar, angles: bool = False) -> _Opened:
             if node.child_count:
                 if skip_valid and not node.has_error and node.type not in _OPENING_TAGS:
                     continue  # parsed without error: every bracket it opens it closes
+                if skip_closed and node.type == "element" and not node.has_error and _closes_itself(node):
+                    continue  # its end tag closes all it opened (its own `</p>`-less elements too)
                 stack.append((parent, children, index))
                 parent, children, index = node, node.children, 0
             elif node.type in tracked and not node.is_missing:
@@ -911,6 +1028,14 @@ def _open(tree: Any, grammar: Grammar, angles: bool = False) -> _Opened:
                 if not (angles and _angle(opened, node, parent, previous)):
                     _track(opened, node, parent, previous, grammar)
     return opened
+
+
+def _closes_itself(element: Any) -> bool:
+    """Whether an HTML element parsed without error ends in the end tag of its own start tag: the walk of
+    ``_open`` would push its tag, then pop down to it at that end tag, leaving the stack as it was."""
+    first, last = element.child(0), element.child(element.child_count - 1)
+    return (first is not None and last is not None and first.type == "start_tag" and last.type == "end_tag"
+            and _end_tag(first) == _end_tag(last))
 
 
 _ANGLES = frozenset({"<", *_ANGLES_CLOSED})
