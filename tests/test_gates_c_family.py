@@ -118,6 +118,60 @@ def status(language: str, text: str, before: str | None = None) -> str:
      "      GTEST_EXCLUSIVE_LOCK_REQUIRED_(g_gmock_mutex) {\n    return 0;\n  }\n};\n",
      "class A {\n  const T* G(const F* m,\n      ::std::ostream* why)\n"
      "      GTEST_EXCLUSIVE_LOCK_REQUIRED_(g_gmock_mutex) {\n    return (0;\n  }\n};\n"),
+    # an implementation's or an upper-case macro before a type and a declarator; an upper-case type before
+    # a function's name, not blanked as such a macro
+    ("c", "__owur const BIO_METHOD *BIO_f_ssl(void);\n__owur BIO *BIO_new_ssl(SSL_CTX *ctx, int client);\n"
+     "__owur STACK_OF(X509_NAME) *SSL_load_CA(const char *file);\nO_DEPRECATED_3 __owur BIGNUM *g(SSL *s);\n"
+     "__owur OSSL_HANDSHAKE_STATE SSL_get_state(const SSL *ssl);\n__owur __owur SSL_CTX *SSL_new(void);\n"
+     "__owur const struct s_test *SSL_test_functions(void);\n"
+     "EXTERN mp_err\t\tTclBN_mp_add(const mp_int *a,\n\t\t\t\tmp_int *c);\n"
+     "X509_LOOKUP_TYPE X509_OBJECT_get_type(const X509_OBJECT *a);\nDES_LONG DES_cksum(const char *input,\n"
+     "    long length);\n",
+     "__owur const BIO_METHOD *BIO_f_ssl(void);\n__owur BIO *BIO_new_ssl(SSL_CTX *ctx, int client;\n"
+     "X509_LOOKUP_TYPE X509_OBJECT_get_type(const X509_OBJECT *a);\nint x;\n"),
+    # an attribute macro after a parameter's name
+    ("c", "static void\nlost(int sig _X_UNUSED)\n{\n}\nstatic inline int\n"
+     "d(void (* func)(void *), void * arg _GLIBCXX_UNUSED)\n{\n  return 0;\n}\n",
+     "static void\nlost(int sig _X_UNUSED)\n{\n}\nstatic inline int\n"
+     "d(void (* func)(void *, void * arg _GLIBCXX_UNUSED)\n{\n  return 0;\n}\n"),
+    # an export macro, its type, then the function's name on the next line
+    ("c", "int x;\nFFI_API ffi_status\nffi_prep_closure (ffi_closure*,\n\t\t  void *user_data);\nint y;\n",
+     "int x;\nFFI_API ffi_status\nffi_prep_closure (ffi_closure*,\n\t\t  void *user_data;\nint y;\n"),
+    # macro calls in a list, each with no `;`, then a declaration
+    ("c", "/* on */\n\nDECLARE_ASN1_FUNCTIONS(CMS_ContentInfo)\nDECLARE_ASN1_FUNCTIONS(CMS_ReceiptRequest)\n"
+     "DECLARE_ASN1_PRINT_FUNCTION(CMS_ContentInfo)\n\nCMS_ContentInfo *CMS_new(int x, const char *q);\n",
+     "/* on */\n\nDECLARE_ASN1_FUNCTIONS(CMS_ContentInfo)\nDECLARE_ASN1_FUNCTIONS(CMS_ReceiptRequest)\n"
+     "DECLARE_ASN1_PRINT_FUNCTION(CMS_ContentInfo)\n\nCMS_ContentInfo *CMS_new(int x, const char *q;\n"),
+    # an attribute macro before a constructor in its class
+    ("cpp", "template <typename T> struct typed_node : node<> {\n  T value;\n\n  template <typename Arg>\n"
+     "  FMT_CONSTEXPR typed_node(const Arg& arg) : value(arg) {}\n};\n",
+     "template <typename T> struct typed_node : node<> {\n  T value;\n\n  template <typename Arg>\n"
+     "  FMT_CONSTEXPR typed_node(const Arg& arg : value(arg) {}\n};\n"),
+    # a statement macro with no `;`, then an `if` statement
+    ("cpp", "void f(bool found) {\n  for (int i = 1; i < 2; i++) {\n    GMOCK_PARSE_FLAG(verbose)\n\n"
+     "    if (found) {\n      g(i);\n    }\n  }\n}\n",
+     "void f(bool found) {\n  for (int i = 1; i < 2; i++) {\n    GMOCK_PARSE_FLAG(verbose)\n\n"
+     "    if (found) {\n      g(i;\n    }\n  }\n}\n"),
+    # Microsoft's `__declspec(…)` alone on its line
+    ("c", "#ifdef _MSC_VER\n__declspec(align(8))\n#endif\ntypedef struct {\n  int x;\n} ffi_closure;\n",
+     "#ifdef _MSC_VER\n__declspec(align(8))\n#endif\ntypedef struct {\n  int x(;\n} ffi_closure;\n"),
+    # a type as a macro's argument
+    ("c", "enum b {\n\tBR_OK = _IO('r', 1),\n\tBR_T = _IOR('r', 2,\n\t\t     struct binder_t),\n};\n",
+     "enum b {\n\tBR_OK = _IO('r', 1,\n\tBR_T = _IOR('r', 2,\n\t\t     struct binder_t),\n};\nint x;\n"),
+    # attribute macros after a parameter list with a comment between them
+    ("c", "extern NCURSES_EXPORT(int) vwprintw (WINDOW *, va_list) GCC_DEPRECATED(use vw_printw)\t/* i */\n"
+     "\t\tGCC_PRINTFLIKE(2,0);\nint x;\n",
+     "extern NCURSES_EXPORT(int) vwprintw (WINDOW *, va_list GCC_DEPRECATED(use vw_printw)\t/* i */\n"
+     "\t\tGCC_PRINTFLIKE(2,0);\nint x;\n"),
+    # `#define`s between an enum's members and between a struct's declarators
+    ("c", "enum __ptrace_request\n{\n  PTRACE_TRACEME = 0,\n#define PT_TRACE_ME PTRACE_TRACEME\n\n"
+     "  /* Return the word.  */\n  PTRACE_PEEKTEXT = 1,\n#define PT_READ_I PTRACE_PEEKTEXT\n"
+     "  PTRACE_LAST = 2\n#define PT_LAST PTRACE_LAST\n};\n"
+     "struct f {\n\tunsigned char\tgap,\t\t/* gap1 size */\n\n"
+     "\t\t\trate,\t\t/* data rate */\n#define FD_2M 0x4\n#define FD_SIZE(f) \\\n  ((f) & 3)\n"
+     "\t\t\tspec1;\n};\n",
+     "enum __ptrace_request\n{\n  PTRACE_TRACEME = (0,\n#define PT_TRACE_ME PTRACE_TRACEME\n\n"
+     "  PTRACE_PEEKTEXT = 1,\n};\nint x;\n"),
     # a reference initialized in parentheses with a conditional, read as a function declaration
     ("cpp", "bool F::D() const {\n  const F& path(IsRoot() ? *this\n      : R());\n  return 1;\n}\n",
      "bool F::D() const {\n  const F& path(IsRoot() ? *this\n      : R();\n  return 1;\n}\n"),
@@ -178,6 +232,15 @@ def test_cpp_in_a_c_header_is_a_branch_a_c_compiler_skips() -> None:
     assert status("c", CPP_IN_A_C_HEADER.replace("int piece(void)", "int piece(void")) == "invalid"  # kept
 
 
+def test_a_class_head_with_macros_is_cpp_in_a_c_header() -> None:
+    # ICU's `class U_COMMON_API CanonicalIterator U_FINAL : public UObject {`, in a nested conditional
+    header = ("#if U_SHOW_CPLUSPLUS_API\n#if !UCONFIG_NO_NORMALIZATION\nU_NAMESPACE_BEGIN\n"
+              "class U_COMMON_API CanonicalIterator U_FINAL : public UObject {\npublic:\n  int x;\n};\n"
+              "U_NAMESPACE_END\n#endif\n#endif\nint after(void);\n")
+    assert status("c", header) == "valid"
+    assert status("c", header.replace("int after(void)", "int after(void")) == "invalid"
+
+
 def test_a_namespace_with_a_visibility_macro_is_cpp_in_a_c_header() -> None:
     # libstdc++'s `namespace std _GLIBCXX_VISIBILITY(default)`, its `{` on the next line
     header = ("#if __cplusplus >= 201402L\nnamespace std _GLIBCXX_VISIBILITY(default)\n{\n"
@@ -226,6 +289,8 @@ def test_what_tree_sitter_cpp_reads_into_a_deleted_brace_is_an_error(text: str, 
     "      value = !(is_a<U>::value ||\n                is_b<U>::value ||\n",
     # a constructor's initializer list cut inside an initializer: `) {}`, then the class's `};`
     "namespace {\nclass H : public P {\n public:\n  H(bool f, int m)\n      : a_(new A),\n        b_(f\n",
+    # an initializer list cut after a `,`, comment lines after it: the next initializer, then the body
+    "class H : public P {\n public:\n  H(int m)\n      : a_(m),\n        // b_ cannot be set here\n",
     # a macro call whose arguments span lines, an operand of the next line's `<<`
     "namespace a {\nTEST_F(D, E) {\n  EXPECT_TRUE(e == \"a\" ||  // GCC\n      e == \"b\")   // MSVC\n"
     "      << \" where \" << e;\n}\n\n",
@@ -239,8 +304,11 @@ def test_cpp_prefixes_stay_incomplete(prefix: str) -> None:
 
 @pytest.mark.parametrize(("language", "prefix"), [
     ("c", "typedef enum {\n    A,\n    B,\n"),                               # `} _;`: a typedef's name
+    ("c", "PR_BEGIN_EXTERN_C\nint x(int a);\n/* the map */\nNSPR_API( PRFileMap *)\nPR_OpenAnonFileMap(\n"
+          "    const char *dirName,\n"),  # the macro call a type, read as one name
     ("c", "struct p {\n\tint cmd;\n\n\tunion {\n\t\tstruct {\n\t\t\tint s;\n"),   # members' `};`
     ("c", 'extern "C" {\ntypedef struct s {\n  int *type;\n  /* content\n'),  # a comment, then `} _;}`
+    ("c", "struct f {\n\tunsigned int\n\t  a,    /* one */\n\t  b,\n\n\t  /*\n\t   * Threshold\n"),  # `*/ _}`
 ])
 def test_a_struct_body_closes_with_a_name_and_semicolon(language: str, prefix: str) -> None:
     assert status(language, prefix) == "incomplete"

@@ -208,6 +208,15 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     ("ruby", "def f\n  if $1 =~ /a/m then\n    re = %r%\n      \\A(\n      (^\\s*\\n)+\n"),  # `%`, `end`s
     ("ruby", "def t\n  e.each do |t, v|\n    a(t) do\n      p(m(<<-EOR, {x => u}))\n#{c()}\n"
              "#{i((\"<\" + p + \":\" + t.to_s + \" r=\\\"\" +\n"),  # ` _))}`, then `EOR`, then `end`s
+    ("ruby", "def m(mk)\n  mk << %{\nruby = #{a.sub(%r[\\A#{b}]) {'c'}}\n"),  # `}`: the `%{`, not the `%r[`
+    ("ruby", "def f\n  @content.scan(%r%rb_define\\(\n  \\s*([\\w.]+),\n"),  # `%r%`: `%` closes it
+    ("ruby", "def g\n  @f.printf u(<<-End),\n    module_eval(<<'%s', '%s', %d)\n      def x\n"),  # `End`
+    ("ruby", "class R\n  def inspect\n    \"< #{to_s} #{@events.collect{|e|\n      p = e ? 1 : 2\n"),  # `}}"`
+    ("ruby", "class C\n  def f\n    if a\n      eval %[\n        def #{n}(*o)\n          args = 1\n"
+             "          eval %[\n            def self.#{n}_(\\#{args})\n"),  # `]`, `]]`: two `%[` open
+    ("ruby", "def d\n  @content.scan(\n    %r(\n      (?<v>[\\w.]+)\\s* =\n      \\s*rb_(?:\n"),  # `))`, `)`
+    ("ruby", "module O\n  class C\n    if !(a &&\n         b)\n      P.merge!(\n        ciphers: %w{\n"
+             "          E-A\n"),  # `}`, then the `)` that the tree with the `}` hides in its error
 ])
 def test_incomplete_prefixes_of_other_languages(language: str, prefix: str, policy: CompiledPolicy) -> None:
     assert write(policy, f"m.{EXTENSIONS[language]}", prefix).metadata.get("incomplete") is True
@@ -290,7 +299,8 @@ def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str
      "<p>Default: <code>'> '</code> or <code>a >= 0</code>, <code><%= data.a %></code></p\n<p>x</p>\n"),
     ("html", "<p>Use <tt>zpipe < foo.txt > foo.txt.z</tt>, prompt <code>'> '</code>.</p>\n",  # `< `
      "<p>Use <tt>zpipe < foo.txt > foo.txt.z</tt>, prompt <code>'> '</code>.</p\n<p>x</p>\n"),
-    ("ruby", "def t(v)\n  case v\n  when :$_, :$\\, :$,, :$;, :$.\n    1\n  end\nend\n",  # special globals
+    ("ruby", "def t(v)\n  case v\n  when :$_, :$\\, :$,, :$;, :$.\n    1\n  when :$*, :$\", :$'\n    2\n"
+             "  end\nend\n",  # special globals
      "def t(var)\n  case var\n  when :$_, :$/, :$\\, :$,, :$;\n    f(1\n  end\nend\nx = 1\n"),
     ("rust", "struct _Test\nwhere\n    Error: Send + Sync;\nfn f() {}\n",  # a unit struct's where clause
      "struct _Test\nwhere\n    Error: Send + Sync;\nfn f( {}\nfn g() {}\n"),

@@ -247,6 +247,9 @@ a name."""
 _BARE_SWITCH = re.compile(rb"\bswitch\s*\(" + _NESTED + rb"*\)(?=\s*[^\s{])")
 """A ``switch`` whose body is one statement (``switch (0) default: f();``), valid C that tree-sitter-c and
 tree-sitter-cpp reject: read as the statement alone."""
+_TYPE_ARGUMENT = re.compile(rb",\s*(struct|union|enum)[ \t]+\w+\s*\)")
+"""A tagged type as a macro's last argument (the kernel's ``_IOR('r', 2, struct binder_t)``), which
+tree-sitter-c reads as no expression: read as the tag's name."""
 _STRING_MACRO = re.compile(rb"//[^\n]*|/\*(?:[^*]|\*(?!/))*\*/|'(?:[^'\\\n]|\\.)*'"
                            rb"|\"(?:[^\"\\\n]|\\.)*\"(?:[ \t]+([A-Za-z_]\w+)(?=\s*[\"),;]))?")
 """A macro that expands to a string literal after a string (``"adir" GTEST_PATH_SEP_ "b"``, ``"%" PRIu64
@@ -279,9 +282,9 @@ FilePath& path(IsRoot() ? *this : R());``), which tree-sitter-cpp 0.23 reads as 
 rejects: read without its ``&``."""
 _CPP_LINE = re.compile(rb"[ \t]*(?:namespace(?:[ \t]+\w+)?(?:[ \t]+\w+\([^()\n]*\))?[ \t]*(?:\{|\r?\n)"
                        rb"|template[ \t]*<|using[ \t]+namespace\b"
-                       rb"|extern[ \t]+\"C\+\+\"|class[ \t]+\w+(?:[ \t]+\w+)?[ \t]*(?:final[ \t]*)?[:{])")
+                       rb"|extern[ \t]+\"C\+\+\"|class[ \t]+\w+(?:[ \t]+\w+){0,2}[ \t]*(?:final[ \t]*)?[:{])")
 """A line only C++ has: a namespace (libstdc++'s ``namespace std _GLIBCXX_VISIBILITY(default)``, its ``{`` on
-the next line), a template, a class."""
+the next line), a template, a class (ICU's ``class U_COMMON_API CanonicalIterator U_FINAL : public``)."""
 _C_STRINGS = re.compile(
     rb"/\*.*?(?:\*/|\Z)|//[^\n]*|(?<!\w)(?:u8|[uUL])?R\"([^()\\ \t\n]{0,16})\(.*?(?:\)\1\"|\Z)"
     rb"|'(?:[^'\\\n]|\\.){1,8}'|\"(?:[^\"\\\n]++|\\.)*+[\"\n]", re.DOTALL)
@@ -290,6 +293,9 @@ backslash before the break continues it).  Possessive, as ``_CSS_STRINGS``."""
 _TEMPLATE_HEADS = (b" struct _;", b"> struct _;", b" _> struct _;", b">> struct _;", b" _>> struct _;")
 """A template header waiting for its declaration, maybe cut inside its parameters (``template <typename T,
 typename E = std::is_void<``): ``<`` is no bracket to the closers."""
+_NEXT_INITIALIZER = b" _() {}"
+"""A constructor's initializer list cut after a ``,`` (``: a_(m),``, then comment lines, which hide that
+``,`` from the filler tried after an operator): the next initializer and the constructor's body."""
 _CPP_MISREAD = """
 (compound_statement (function_definition type: (_)) @brace)
 (_ name: [(type_identifier) @class (template_type name: (type_identifier) @class)]
@@ -355,8 +361,8 @@ _SHELL_CONDITIONS = MappingProxyType({
 """A condition cut before its ``then`` or ``do`` (``if a || {`` … ``}``, ``if case … esac``), a ``for`` list
 before its ``do``: the completion writes the keyword where the condition ends, after the blocks open inside
 it."""
-_SPECIAL_GLOBAL_SYMBOL = re.compile(rb"(?<=:\$)[,;\\.$?@:=](?=[\s,)\]}])")
-"""A symbol of a special global (``:$,``, ``:$;``, ``:$\\``, ``:$.``, ``:$$``, ``:$?``), which
+_SPECIAL_GLOBAL_SYMBOL = re.compile(rb"(?<=:\$)[,;\\.$?@:=\"'](?=[\s,)\]}])")
+"""A symbol of a special global (``:$,``, ``:$;``, ``:$\\``, ``:$.``, ``:$$``, ``:$?``, ``:$"``), which
 tree-sitter-ruby 0.23 does not know: read as ``:$_``."""
 _RUBY_BLOCKS = ("def", "class", "module", "do", "begin", "case", "if", "unless", "while", "until", "for")
 _C_LIKE = (BLOCK_COMMENT_END, '"')
@@ -412,10 +418,11 @@ GRAMMARS: dict[str, Grammar] = {
                 terminator=";"),
         Grammar("c", "tree_sitter_c", "language", _C_LIKE, followers=_C_FOLLOWERS,
                 terminator=";", conditionals=True, foreign=_CPP_LINE, block_end=b"} _;",
-                stand_ins=((_BARE_SWITCH, b" "),), line_strings=_C_STRINGS, statement_lines=True),
+                stand_ins=((_BARE_SWITCH, b" "), (_TYPE_ARGUMENT, b" ")), line_strings=_C_STRINGS,
+                statement_lines=True),
         Grammar("cpp", "tree_sitter_cpp", "language", (*_C_LIKE, ')"'), followers=_CPP_FOLLOWERS,
                 terminator=";", conditionals=True, block_end=b"} _;", call_body=b" {}", angles=True,
-                fillers=_TEMPLATE_HEADS,
+                fillers=(*_TEMPLATE_HEADS, _NEXT_INITIALIZER),
                 stand_ins=((_MEMBER_OPERATOR, b"_"), (_DEFAULTED_POINTER, b" "), (_DECLTYPE_LIST, b"_"),
                            (_TEMPLATE_MACRO, b"_"), (_BARE_SWITCH, b" "), (_NEW_CONST, b" "),
                            (_STRING_MACRO, _string_for_macro),
@@ -427,7 +434,7 @@ GRAMMARS: dict[str, Grammar] = {
             modifier_parents=frozenset({"if_modifier", "unless_modifier", "while_modifier", "until_modifier",
                                         "rescue_modifier", "conditional"}),
             heredoc=re.compile(rb"<<[~-]?(['\"`]?)((?<=['\"`])[^'\"`\n]+|[A-Za-z_]\w*)\1"),
-            delimited=re.compile(rb"(?<![\w)\]}])%[qQwWiIrsx]?([({\[<|!/^]|%(?=\s))"),
+            delimited=re.compile(rb"(?<![\w)\]}])%[qQwWiIrsx]?([({\[<|!/^]|%(?=\s)|(?<=%r)%)"),
             stand_ins=((_SPECIAL_GLOBAL_SYMBOL, b"_"),),
         ),
         Grammar("php", "tree_sitter_php", "language_php", (*_C_LIKE, "'"), followers=_FOLLOWERS,

@@ -30,9 +30,9 @@ _HAS_INCLUDE = re.compile(rb"(?:(?<=__has_include\()|(?<=HAS_INCLUDE\())\s*<[^<>
 """``__has_include(<version>)``'s header name (also in a macro wrapping it, fmt's
 ``FMT_HAS_INCLUDE(<version>)``), which tree-sitter reads as no expression: read as a name."""
 _FALSE = re.compile(rb"\s*0\s*(?:/[/*].*)?$")
-_MACRO_NAME = rb"(?:_*[A-Z][A-Z0-9]*_[A-Za-z0-9_]*|_*[A-Z][A-Z0-9]+)"
+_MACRO_NAME = rb"(?:_*[A-Z][A-Z0-9]*_[A-Za-z0-9_]*|_*[A-Z][A-Z0-9]+|__declspec)"
 """An upper-case name, or one with an underscore starting upper-case (``DECLARE_PEM_rw``,
-``__BEGIN_DECLS``)."""
+``__BEGIN_DECLS``), or Microsoft's ``__declspec`` (``__declspec(align(8))`` alone on its line)."""
 _MACRO_CALL = re.compile(rb"^[ \t]*(" + _MACRO_NAME + rb"[ \t]*\()", re.MULTILINE)
 _LINE_REST = re.compile(
     rb"[ \t]*(;?)[ \t]*(?://[^\n]*)?(?:\r?\n|$)\s*(?:(?:/\*.{0,2048}?\*/|//[^\n]*)\s*)*(.?)", re.DOTALL)
@@ -45,9 +45,25 @@ in its length (without them ``GMOCK_DEFINE_DEFAULT_ACTION_FOR_RETURN_TYPE_(`` wa
 exponentially many ways, and a name then 100,000 blanks took 190 s)."""
 _ALL_CAPS = rb"[A-Z][A-Z0-9]*_[A-Z0-9_]*"
 _SPECIFIER_MACRO = re.compile(rb"(?<![\w.>:])(" + _ALL_CAPS + rb")[ \t]+"
-                              rb"(?=[A-Za-z_]\w*\b[ \t]*(?:[A-Za-z_(*&<]|::))")
+                              rb"(?=[A-Za-z_]\w*\b[ \t]*(?:[A-Za-z_(*&<]|::"
+                              rb"|\r?\n[ \t]*[A-Za-z_]\w*[ \t]*\())")
 """An all-caps name with an underscore before a type and a name (``GTEST_API_ void f();``, ``FMT_CONSTEXPR
-inline T f(``): an export or attribute macro, which expands to a specifier or to nothing."""
+inline T f(``, ``GL_API void (*f)(``, libffi's ``FFI_API ffi_status`` then ``ffi_prep_cif (`` on the next
+line, ``FMT_CONSTEXPR typed_node(`` a constructor in its class): an export or attribute macro, which expands
+to a specifier or to nothing; not a type before a function's name at a line's start (``X509_LOOKUP_TYPE
+X509_OBJECT_get_type(``, ``_NAME_CALL``)."""
+_NAME_CALL = re.compile(rb"[ \t]+[A-Za-z_]\w*[ \t]*\(")
+_LEADING_MACRO = re.compile(rb"^[ \t]*+((?:(?:" + _ALL_CAPS + rb"|__[a-z]\w*+)[ \t]++)*?)"
+                            rb"(__[a-z]\w*+|[A-Z][A-Z0-9_]*+)[ \t]++"
+                            rb"(?=(?:(?:const|volatile)[ \t]+)?(?:(?:struct|union|enum)[ \t]+)?"
+                            rb"(?!(?:const|volatile|struct|union|enum)\b)"
+                            rb"([A-Za-z_]\w*+)(?:\([\w \t*]*+\))?[ \t*]+[A-Za-z_]\w*+[ \t]*\()", re.MULTILINE)
+"""A name starting a line before a type and a function's name (openssl's ``__owur const BIO_METHOD
+*BIO_f_ssl(``, ``__owur STACK_OF(X509_NAME) *f(``, ``__owur const struct t *f(``, Tcl's ``EXTERN mp_err
+TclBN_mp_add(``), maybe after more of these or all-caps ones (group 1: ``OSSL_DEPRECATEDIN_3_0 __owur
+BIGNUM *f(``, ``__owur __owur T *f(``): an implementation's name or an upper-case macro that expands to a
+specifier or nothing.  Its group 3 is the type, kept whatever read it as a macro before (``__owur
+OSSL_HANDSHAKE_STATE SSL_get_state(``: no calling convention)."""
 _CLASS_MACRO = re.compile(rb"\b(?:class|struct|union)[ \t]+(" + _ALL_CAPS + rb")[ \t]+"
                           rb"(?=[A-Za-z_]\w*\b\s*(?::(?!:)|\{|final\b))")
 """The same in a class head (``class GTEST_API_ Cardinality {``)."""
@@ -80,8 +96,9 @@ _TRAILING_ATTRIBUTE = re.compile(rb"[)\]](?:\s*+(?:const|volatile|override|final
 openssl's ``ossl_bio__attr__((__format__(…)))``), maybe after a method's qualifiers (``) const
 GTEST_LOCK_EXCLUDED_(mu) = 0;``): an attribute or a trailing return type, blanked with its arguments."""
 _DECLARATION_END = frozenset(b";,{=")
-_ALIGNMENT_MACRO = re.compile(rb"\b([A-Za-z_]\w*)[ \t]+(__[A-Z][A-Z0-9_]*)(?=[ \t]*[;,=])")
-"""An implementation's all-caps macro after a declarator's name (glibc's ``int __data __ONCE_ALIGNMENT;``)."""
+_ALIGNMENT_MACRO = re.compile(rb"\b([A-Za-z_]\w*)[ \t]+(__?[A-Z][A-Z0-9_]*)(?=[ \t]*[;,=)])")
+"""An implementation's all-caps macro after a declarator's name (glibc's ``int __data __ONCE_ALIGNMENT;``,
+X11's ``int sig _X_UNUSED)``)."""
 _TAGS = (b"class", b"struct", b"union", b"enum")
 _CONTINUATION = frozenset(b".-+*/%&|^<>=?:,")
 """What the line after a macro call without ``;`` starts with when the call is an operand
@@ -188,6 +205,74 @@ def directives_only(data: bytes) -> bytes:
     return b"".join(out) + b"\n#endif" * opened + b"\n"
 
 
+_DEFINE = re.compile(rb"^[ \t]*#[ \t]*(?:define|undef)\b", re.MULTILINE)
+
+
+def blank_listed_defines(data: bytes) -> bytes:
+    """``data`` with each ``#define`` and ``#undef`` inside a list blanked: after code that ends with ``,``
+    (an enum's ``PTRACE_TRACEME = 0,`` then ``#define PT_TRACE_ME PTRACE_TRACEME``, a struct's declarators
+    ``gap,`` … ``rate,``), or before a ``}`` that code without ``;`` precedes (an enum's last member).
+    tree-sitter-c reads a directive only where a declaration or statement may start; a compiler reads it
+    anywhere.  An object-like macro's body is no grammar, and a function-like one's parameter list is
+    checked on its own (``directives_only``)."""
+    out: bytearray | None = None
+    previous_end, previous_before = -1, b""
+    for found in _DEFINE.finditer(data):
+        start = found.start()
+        end = _line_end(data, start)
+        before = _code_before(data if out is None else out, start, previous_end, previous_before)
+        if before == b"," or (before not in b";{}" and _code_after(data, end) == b"}"):
+            out = bytearray(data) if out is None else out
+            _blank_span(out, start, end)
+            previous_end, previous_before = end, before
+    return data if out is None else bytes(out)
+
+
+def _line_end(data: bytes, start: int) -> int:
+    """The end of the directive starting at ``start``: its last continued line's end (before its newline)."""
+    end = data.find(b"\n", start)
+    while end > 0 and _continued(data, end):
+        end = data.find(b"\n", end + 1)
+    return len(data) if end < 0 else end
+
+
+def _code_before(data: bytes | bytearray, start: int, blanked_end: int, blanked_before: bytes) -> bytes:
+    """The last byte of code before ``start``, past blanks and comments (empty: none, a directive's, or
+    not found past ``_COMMENTS_WALKED`` comments); a walk that reaches ``blanked_end``, the end of the
+    directive blanked last, has that one's answer ``blanked_before`` (a run of blanked directives is
+    walked once)."""
+    index = start
+    for _ in range(_COMMENTS_WALKED):
+        while index > 0 and data[index - 1] in _BLANKS:
+            index -= 1
+            if index == blanked_end:
+                return blanked_before
+        if data.endswith(b"*/", 0, index):
+            index = data.rfind(b"/*", 0, index - 2)
+            if index < 0:
+                return b""
+            continue
+        line_start = data.rfind(b"\n", 0, index) + 1
+        comment = data.find(b"//", line_start, index)
+        if comment >= 0:
+            index = comment
+            continue
+        if data.startswith(b"#", _skip_spaces(data, line_start)) or index == 0:
+            return b""
+        return bytes(data[index - 1 : index])
+    return b""
+
+
+_COMMENTS_WALKED = 16
+"""How many comments ``_code_before`` walks back over (each step reads back to its line's start)."""
+
+
+def _code_after(data: bytes, end: int) -> bytes:
+    """The first byte of code from ``end`` on, past blanks and block comments (empty: none)."""
+    index = _skip_comments(data, end)
+    return data[index : index + 1]
+
+
 def blank_continued_comments(data: bytes) -> bytes:
     """``data`` with each block comment that a line continuation follows blanked (``x += 1; /* carry */ \\``
     in a ``#define``), and each one on one line that more code follows on it (``#define F(r) (g(r, 1 /* asn1
@@ -245,8 +330,12 @@ def blank_macro_calls(data: bytes) -> bytes:
         if data[after : after + 1] != b"*":  # not a type whose declarator follows (`T\n*f(void);`)
             _blank_span(out, found.start(1), found.end(1))
     for found in filter(code, _SPECIFIER_MACRO.finditer(data)):
-        if not _after_tag(data, found.start()):  # `struct A_B x`: a type
-            _blank_span(out, found.start(1), found.end(1))
+        if _after_tag(data, found.start()):  # `struct A_B x`: a type
+            continue
+        line_start = data[found.start() - 1 : found.start()] in (b"", b"\n")
+        if line_start and _NAME_CALL.match(data, found.end(1)):
+            continue  # a type, then a function name at the top level (a constructor is indented in its class)
+        _blank_span(out, found.start(1), found.end(1))
     for found in filter(code, _CLASS_MACRO.finditer(data)):
         _blank_span(out, found.start(1), found.end(1))
     for found in filter(code, _DECLARATOR_MACRO.finditer(data)):
@@ -255,6 +344,10 @@ def blank_macro_calls(data: bytes) -> bytes:
     for found in filter(code, _BEFORE_TYPE.finditer(data)):
         if found.group(1) not in _KEYWORDS:
             _blank_span(out, found.start(1), found.end(1))
+    for found in filter(code, _LEADING_MACRO.finditer(data)):
+        if found.group(2) not in _KEYWORDS:
+            _blank_span(out, found.start(1), found.end(2))
+            out[found.start(3) : found.end(3)] = found.group(3)
     in_line_comment = _LineComments(data)
     for found in filter(code, _TRAILING_ATTRIBUTE.finditer(data)):
         if not in_line_comment(found.start()):
@@ -280,11 +373,32 @@ def blank_macro_calls(data: bytes) -> bytes:
         if not rest.group(1) and rest.group(2) and rest.group(2)[0] in _CONTINUATION:
             _blank_span(out, found.start(1), end)  # an operand: one name, also when its arguments span lines
             out[found.start(1)] = ord("_")
+        elif (not rest.group(1) and rest.group(2) and b"\n" not in data[found.start(1) : end]
+              and _function_follows(data, rest.start(2), budget)):
+            out[found.start(1) : end] = b"_" * (end - found.start(1))  # a type: `NSPR_API( T *)`, then `f(`
         else:
             _blank_span(out, found.start(1), end)
             if rest.group(1) and _after_statement(data, found.start(1)):
                 _declaration(out, found.start(1), found.end() - 1, end)
     return bytes(out)
+
+
+def _function_follows(data: bytes, start: int, budget: list[int]) -> bool:
+    """Whether a function's declaration or definition starts at ``start`` (the line after a macro call with
+    no ``;``): a name and ``(``, its ``)`` followed by ``;`` or ``{``, or not in the text yet.  The call then
+    expands to the function's type (NSPR's ``NSPR_API( PRFileMap *)`` then ``PR_OpenAnonFileMap(``), not to
+    declarations of its own as the calls of a list do (``DECLARE_ASN1_FUNCTIONS(A)`` then ``…(B)``)."""
+    call = _DECLARATOR_CALL.match(data, start)
+    if call is None or call.group(1) in _KEYWORDS:  # `if (a) {`: a statement, the calls before it too
+        return False
+    end = _balanced_end(data, call.end() - 1, budget)
+    if end is None:
+        return True
+    after = _skip_comments(data, end)
+    return after >= len(data) or data[after] in b";{"
+
+
+_DECLARATOR_CALL = re.compile(rb"([A-Za-z_]\w*)[ \t]*\(")
 
 
 def _after_statement(data: bytes, start: int) -> bool:
@@ -371,7 +485,7 @@ def _blank_attributes(data: bytes, out: bytearray, start: int, after_parenthesis
                 return
             end = closed
         spans.append((name.start(), end))
-        index = _skip_spaces(data, end)
+        index = _skip_comments(data, end)
     if spans and data[index : index + 1] and data[index] in _DECLARATION_END:
         for span_start, span_end in spans:
             _blank_span(out, span_start, span_end)
@@ -402,10 +516,23 @@ def _closes_parameters(data: bytes, close: int, budget: list[int]) -> bool:
 _ATTRIBUTE = re.compile(_ATTRIBUTE_NAME)
 
 
-def _skip_spaces(data: bytes, index: int) -> int:
+def _skip_spaces(data: bytes | bytearray, index: int) -> int:
     while index < len(data) and data[index] in _BLANKS:
         index += 1
     return index
+
+
+
+def _skip_comments(data: bytes, index: int) -> int:
+    """``_skip_spaces``, and past block comments between the blanks."""
+    index = _skip_spaces(data, index)
+    while data.startswith(b"/*", index):
+        close = data.find(b"*/", index + 2)
+        if close < 0:
+            return index
+        index = _skip_spaces(data, close + 2)
+    return index
+
 
 _LAST_NAME = re.compile(rb"[A-Za-z_]\w*$")
 

@@ -64,6 +64,7 @@ from policy.runtime.gates.grammars import (
 from policy.runtime.gates.preprocessor import (
     blank_conditionals,
     blank_continued_comments,
+    blank_listed_defines,
     blank_macro_calls,
     blank_open_directive,
     directives_only,
@@ -306,7 +307,7 @@ def _analyse_tree(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any, pa
         if has_checked_directives(data):
             conditions = [site for site in error_sites(tree_parser.parse(directives_only(data)))
                           if site.start < len(data)]
-        data = blank_macro_calls(blank_conditionals(data, grammar.foreign))
+        data = blank_macro_calls(blank_listed_defines(blank_conditionals(data, grammar.foreign)))
     if grammar.stand_ins or grammar.conditionals:
         data = _stand_in(data, grammar)
         if data != original:  # otherwise the first parse stands
@@ -548,7 +549,7 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
     operator, a filler for the operand."""
     state = _open(tree, grammar)
     opened = state.entries
-    close = _closing(opened, grammar)
+    close = plain_close = _closing(opened, grammar)
     # a statement cut before its `;`: `$t = $a['x']` closes as `;}`, `$a = f(\n  1,` as `);`
     statement_end = (grammar.terminator.encode(),) if grammar.terminator else ()
     content = data.rstrip()
@@ -591,12 +592,18 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
     for tail in dict.fromkeys((*grammar.tails, *raw, *delimited, *comment)):
         if tail not in (*raw, *delimited, *comment) and _open_token_start(tail, data) is None:
             continue  # the text cannot end inside what this tail closes
+        if tail in _QUOTE_TAILS:
+            yield from _interpolation_ending(tree_parser, grammar, data, opened, tail)
         tail_tree = _parse_appended(tree_parser, data, tree, tail.encode(), closes_token=True)
         # a raw string open at the end is no token to a tree in error recovery: its opener tells
         if tail in raw or _closes_open_token(tail_tree, len(data), len(data) + len(tail.rstrip("\n"))):
             tail_state = _open(tail_tree, grammar)
             close = _closing(tail_state.entries, grammar)
             yield tail.encode() + close, True, False
+            if tail in _TAIL_OPENERS and _operand_before(data, _open_token_start(tail, data)):
+                yield tail.encode() + FILLERS[0] + close, True, False  # `a,` then a comment: `*/ _}`
+            if close != plain_close:  # the tree with the tail may hide a bracket in its error (`f(`, `%w{`)
+                yield tail.encode() + plain_close, True, False
             # `range []struct {` … `{"a", \`` closes as `\`}}{} {}}`: the literal, then the header's block
             for ending in _block_endings(tail_state, grammar):
                 yield tail.encode() + ending, True, False
@@ -609,7 +616,78 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
     if grammar.heredoc is not None:
         openers = list(grammar.heredoc.finditer(data))
         if openers:
-            yield from _heredoc_endings(tree_parser, grammar, data, tree, opened, openers[-1], operand)
+            # the last opener, then the latest ones no terminator follows (the last may be text in a body)
+            unclosed = [opener for opener in _unclosed_heredocs(openers, data) if opener is not openers[-1]]
+            for opener in (openers[-1], *reversed(unclosed[len(unclosed) - _UNCLOSED_HEREDOCS :])):
+                yield from _heredoc_endings(tree_parser, grammar, data, tree, opened, opener, operand)
+
+
+def _operand_before(data: bytes, start: int | None) -> bool:
+    """Whether the code before ``start`` (past blanks) ends expecting an operand (``recal,`` then a comment
+    opening at ``start``)."""
+    index = start or 0
+    while index > 0 and data[index - 1] in b" \t\r\n":
+        index -= 1
+    return index > 0 and data[index - 1] in _OPERAND_EXPECTED
+
+
+_QUOTE_TAILS = frozenset({'"', "`"})
+"""Tails closing a string that may hold code (Ruby's ``"#{…}"``)."""
+_INTERPOLATIONS = (b"#{", b"${")
+
+
+def _interpolation_ending(tree_parser: Any, grammar: Grammar, data: bytes, opened: list[tuple[str, int]],
+                          tail: str) -> Iterator[tuple[bytes, bool, bool]]:
+    """The ending that closes what opened since the string ``tail`` closes started (an interpolation and a
+    block in it spanning lines: ``"< #{a.map{|e|`` closes as ``}}"``), then ``tail``, then what is open
+    around the string; nothing unless an interpolation is open in the string."""
+    start = _open_token_start(tail, data)
+    inside = [entry for entry in opened if start is not None and entry[1] > start]
+    if not inside or not data.startswith(_INTERPOLATIONS, inside[0][1]):
+        return
+    head = _closing(inside, grammar, terminated=False) + tail.encode()
+    tree = tree_parser.parse(data + head)
+    if _closes_open_token(tree, len(data), len(data) + len(head)):
+        yield head + closers(tree, grammar), True, False
+
+
+_HEREDOC_SCAN = 256
+"""How many heredoc openers ``_unclosed_heredocs`` reads."""
+_UNCLOSED_HEREDOCS = 2
+"""How many of the latest openers no terminator follows are tried besides the last opener."""
+
+
+def _unclosed_heredocs(openers: list[re.Match[bytes]], data: bytes) -> list[re.Match[bytes]]:
+    """The heredoc openers (of the first ``_HEREDOC_SCAN``) no line of their terminator follows, in order;
+    openers inside a closed heredoc's body are skipped.  An opener may be text in a string (``"<<'#{s}'"``)
+    or in a body still open (``f(<<-End),`` then ``eval(<<'%s')`` in its body): each is kept, and the body
+    of none is skipped."""
+    found = []
+    line_end = -1  # the end of the line of the openers whose bodies are read
+    resume = 0  # where the next body starts: after that line, or after the last terminator
+    for opener in openers[:_HEREDOC_SCAN]:
+        at = opener.start()
+        if line_end < at < resume:
+            continue  # text in a closed body
+        if at > line_end:  # the first opener on its line: its body starts on the next
+            line_end = data.find(b"\n", opener.end())
+            if line_end < 0:
+                found.append(opener)
+                break
+            resume = line_end + 1
+        terminator = _terminator_line(opener.group(2)).search(data, resume)
+        if terminator is None:
+            found.append(opener)
+        else:
+            resume = terminator.end()
+    return found
+
+
+@functools.lru_cache(maxsize=64)
+def _terminator_line(name: bytes) -> re.Pattern[bytes]:
+    """A line that is a heredoc's terminator, maybe after blanks (Ruby's and shell's ``<<-``), maybe followed
+    by what ends the statement (PHP's ``EOT;``, ``EOT)``)."""
+    return re.compile(rb"^[ \t]*" + re.escape(name) + rb"[ \t]*(?:[;,)][^\n]*)?$\n?", re.MULTILINE)
 
 
 def _heredoc_endings(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any,
@@ -617,17 +695,21 @@ def _heredoc_endings(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any,
                      operand: bool) -> Iterator[tuple[bytes, bool, bool]]:
     """Endings that close the heredoc ``opener`` starts (``data`` parsed as ``tree``), then what is open
     around it; first what opened inside its body (an interpolation ``#{f((a +`` spanning lines closes as
-    `` _))}`` before the terminator, after a filler when the text ends expecting an ``operand``)."""
+    `` _))}`` before the terminator, after a filler when the text ends expecting an ``operand``); after the
+    terminator, a filler when the opener's line ends expecting one (``f(<<-End),``: the next argument
+    follows the body)."""
     terminator = b"\n" + opener.group(2) + b"\n"
     body = data.find(b"\n", opener.end()) + 1
     inside = _closing([entry for entry in opened if entry[1] >= body], grammar) if body else b""
     heads = [b""]
     if inside:
         heads += [inside, FILLERS[0] + inside] if operand else [inside]
+    line = data[opener.end() : body].rstrip() if body else b""
+    fillers = (b"", b";", FILLERS[0]) if line[-1:] and line[-1] in _OPERAND_EXPECTED else (b"", b";")
     for head in heads:
         ended = _parse_appended(tree_parser, data, tree, head + terminator, closes_token=True)
         close = closers(ended, grammar)
-        for filler in (b"", b";"):
+        for filler in fillers:
             yield head + terminator + filler + close, True, False
 
 
@@ -674,13 +756,60 @@ _PAIRS = {b"(": b")", b"[": b"]", b"{": b"}", b"<": b">"}
 
 
 def _delimiter_closing(grammar: Grammar, data: bytes) -> tuple[str, ...]:
-    """What closes the text's last literal opened by ``Grammar.delimited``: its bracket's pair, or the
-    delimiter itself."""
-    last = _last_match(grammar.delimited, data)
-    if last is None:
+    """What closes the text's last literals opened by ``Grammar.delimited`` that are still open (``mk << %{``
+    … ``#{a.sub(%r[x]) {'c'}}``: the ``%{``, not the ``%r[`` closed inside it): its bracket's pair, once per
+    bracket still open inside it (``%r(`` … ``(?:`` closes as ``))``), or the delimiter itself; the last
+    literal's pair when the scans back from it (``_literal_depth``, all of them reading at most the text's
+    length) find none open."""
+    openers = list(grammar.delimited.finditer(data)) if grammar.delimited is not None else []
+    if not openers:
         return ()
-    delimiter = last.group(1)
+    budget = len(data)
+    found: list[str] = []
+    for opener in reversed(openers):
+        delimiter = opener.group(1)
+        closer = _PAIRS.get(delimiter, delimiter)
+        depth, scanned = _literal_depth(data, opener.end(), delimiter, closer, opener.end() + budget)
+        budget -= scanned
+        if depth:
+            found.append((closer * depth).decode())
+            if len(found) == _OPEN_LITERALS:
+                break
+        if depth is None:
+            break
+    if found:
+        return tuple(found)
+    delimiter = openers[-1].group(1)
     return (_PAIRS.get(delimiter, delimiter).decode(),)
+
+
+_OPEN_LITERALS = 2
+"""How many literals still open ``_delimiter_closing`` gives closers for, innermost first (``eval %[`` …
+``eval %[`` inside it: ``]``, then ``]]``)."""
+
+
+@functools.cache
+def _literal_marks(opener: bytes, closer: bytes) -> re.Pattern[bytes]:
+    """What a literal's scan acts on: an escaped byte, the opening bracket (nested ones count) and the
+    closer."""
+    marks = {re.escape(opener), re.escape(closer)}
+    return re.compile(b"|".join([rb"\\.", *sorted(marks)]), re.DOTALL)
+
+
+def _literal_depth(data: bytes, start: int, opener: bytes, closer: bytes,
+                   limit: int) -> tuple[int | None, int]:
+    """How many closers the literal whose text starts at ``start`` still waits for at the end of the text
+    (0: it closes; None: the text goes on past ``limit`` undecided), and how many bytes were read."""
+    depth = 1
+    for mark in _literal_marks(opener, closer).finditer(data, start, limit):
+        token = mark.group()
+        if token == closer:
+            depth -= 1
+            if not depth:
+                return 0, mark.end() - start
+        elif token == opener:
+            depth += 1
+    return (depth if limit >= len(data) else None), min(limit, len(data)) - start
 
 
 _COMMENT_MARKS = re.compile(rb"/\*|\*/")
