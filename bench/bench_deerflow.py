@@ -459,8 +459,8 @@ def run_scope(impl: str, middleware: Any, scope: int, states: list[tuple[dict[st
                 tool_call_id=call["id"], store=None)
             middleware.wrap_tool_call(ToolCallRequest(tool_call=call, tool=None, state=state,
                                                       runtime=tool_runtime), tool_answer)
-        made = state["messages"][-1].tool_calls[0]
-        middleware.wrap_model_call(request, lambda r, made=made: rest_of_the_turn(conversation, made))
+        tool_call = state["messages"][-1].tool_calls[0]
+        middleware.wrap_model_call(request, lambda r, made=tool_call: rest_of_the_turn(conversation, made))
     middleware.after_agent({"messages": []}, runtime)
 
 
