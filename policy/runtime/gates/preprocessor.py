@@ -461,10 +461,7 @@ def _directive_spans(data: bytes) -> list[int]:
     for found in _DIRECTIVE_START.finditer(data):
         if spans and found.start() < spans[-1]:
             continue  # a line continuing the directive before
-        end = data.find(b"\n", found.start())
-        while end > 0 and _continued(data, end):
-            end = data.find(b"\n", end + 1)
-        spans += [found.start(), len(data) if end < 0 else end]
+        spans += [found.start(), _line_end(data, found.start())]
     return spans
 
 

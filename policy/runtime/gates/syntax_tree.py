@@ -337,10 +337,10 @@ def _completes_as_written(tree_parser: Any, grammar: Grammar, data: bytes, tree:
     string line of export macros: 40 times the parse's time).  Tried only where the tree's ``errors`` all
     reach the last line: one that ends before it has text after it that the closers do not change (macros
     the grammar cannot read, one error each), and the parse would be one more for nothing."""
-    last_line = data.rfind(b"\n", 0, len(data.rstrip())) + 1
+    content = data.rstrip()
+    last_line = data.rfind(b"\n", 0, len(content)) + 1
     if any(site.end < last_line for site in errors) or _line_broken_strings(grammar, data):
         return False
-    content = data.rstrip()
     operand = bool(content) and content[-1] in _OPERAND_EXPECTED  # `int x = (` closes as ` _)`
     ending = (FILLERS[0] if operand else b"") + closers(tree, grammar)
     completed = _parse_appended(tree_parser, data, tree, ending) if ending else tree
