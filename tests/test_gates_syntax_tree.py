@@ -291,6 +291,8 @@ def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str
      "type M<T> = {\n  <R extends string>(path: R): T\n  <F = H>(path: (P): T\n}\nconst a = 1;\n"),
     ("typescript", 'export type * from "./fp/types.ts";\nexport const a = 1;\n',    # TS 5.0
      'export type * from "./fp/types.ts";\nexport const a = (1;\nexport const b = 2;\n'),
+    ("typescript", "interface R<T> {\n  readonly [S.u]: {\n    [K in keyof readonly any[]]?: boolean;\n  };\n}\n",
+     "interface R<T> {\n  readonly [S.u]: {\n    [K in keyof readonly any[]]?: (boolean;\n  };\n}\nconst a = 1;\n"),
     ("shell", "t=`m`\nx=`\n  echo a\n`\necho \"$x\"\n",                  # `=`, then a backtick ending a line
      "t=`m`\nx=`\n  echo a\n`\necho )\necho ok\n"),
     ("html", '<a class="nav" href="{{< docsref "/components/navbar" >}}">Navbar</a>\n',  # a Hugo shortcode

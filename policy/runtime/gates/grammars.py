@@ -198,7 +198,10 @@ the type before: the line's first blank read as ``;``."""
 _EXPORT_TYPE_ALL = re.compile(rb"\bexport\s+(type)\s+\*")
 """``export type * from "./t"`` (TypeScript 5.0), which tree-sitter-typescript 0.23 does not know: read as
 ``export *``."""
-_TS_STAND_INS = ((_IMPORT_TYPE, b"_"), (_VARIANCE, b" "), (_EXPORT_TYPE_ALL, b" "))
+_KEYOF_READONLY = re.compile(rb"\bkeyof\s+(readonly)(?=\s)")
+"""``keyof readonly any[]``, the keys of a read-only array type, which tree-sitter-typescript 0.23 does not
+parse (it does ``keyof (readonly any[])``): read without the ``readonly``."""
+_TS_STAND_INS = ((_IMPORT_TYPE, b"_"), (_VARIANCE, b" "), (_EXPORT_TYPE_ALL, b" "), (_KEYOF_READONLY, b" "))
 _TYPESCRIPT_STAND_INS = (*_TS_STAND_INS, (_CALL_SIGNATURE_LINE, b";"))
 """In ``.ts`` only: in TSX a line may start a JSX element."""
 _TS_ENDINGS = (*_JS_ENDINGS, b" ? _ : _")
