@@ -108,7 +108,8 @@ class Grammar:
     so the valid path stays one parse)."""
     parameter_types: bool = False
     """The innermost parameter list among the closers may be a function type's, waiting for ``=> T``
-    (``f: <T>(`` …, ``(ctx: {`` …), and type parameters last among the angle brackets a method's, waiting
+    (``f: <T>(`` …, ``(ctx: {`` …; also then for ``? T : U``, the type a conditional type extends: ``T extends
+    (\n  k: infer I``), and type parameters last among the angle brackets a method's, waiting
     for ``(): T;`` (TypeScript)."""
     angles: bool = False
     """``<`` … ``>`` of type arguments are brackets too: closed in a second try, since a ``<`` in a broken
@@ -201,7 +202,18 @@ _EXPORT_TYPE_ALL = re.compile(rb"\bexport\s+(type)\s+\*")
 _KEYOF_READONLY = re.compile(rb"\bkeyof\s+(readonly)(?=\s)")
 """``keyof readonly any[]``, the keys of a read-only array type, which tree-sitter-typescript 0.23 does not
 parse (it does ``keyof (readonly any[])``): read without the ``readonly``."""
-_TS_STAND_INS = ((_IMPORT_TYPE, b"_"), (_VARIANCE, b" "), (_EXPORT_TYPE_ALL, b" "), (_KEYOF_READONLY, b" "))
+_DEFAULT_FUNCTION = re.compile(rb"\bdefault[ \t]+function[ \t]*(?=[(<])")
+"""``export default function (a: T): R;``, an anonymous default function's overload signature (a
+declaration file's), which tree-sitter-typescript 0.23 parses only with a name: read as ``function _____(``,
+the ``default`` given up for the name."""
+
+
+def _named_function(found: re.Match[bytes]) -> bytes:
+    return b"function " + b"_" * (len(found.group()) - len(b"function "))
+
+
+_TS_STAND_INS = ((_IMPORT_TYPE, b"_"), (_VARIANCE, b" "), (_EXPORT_TYPE_ALL, b" "), (_KEYOF_READONLY, b" "),
+                 (_DEFAULT_FUNCTION, _named_function))
 _TYPESCRIPT_STAND_INS = (*_TS_STAND_INS, (_CALL_SIGNATURE_LINE, b";"))
 """In ``.ts`` only: in TSX a line may start a JSX element."""
 _TS_ENDINGS = (*_JS_ENDINGS, b" ? _ : _")

@@ -570,6 +570,8 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
     if grammar.parameter_types:
         if b")" in close:
             yield _function_type(close), False, False  # `f: <T>(` …, `(ctx: {` …: a function type
+            # `T extends (\n  k: infer I` …: the function type a conditional type extends, waiting for `? :`
+            yield _function_type(close, _CONDITIONAL_TYPE), False, False
         if angled != close:
             last = angled.rfind(b">") + 1
             yield angled[:last] + b"(): _;" + angled[last:], False, False  # `m<T extends X<{` … : a method's
@@ -729,10 +731,15 @@ def _block_end_variants(grammar: Grammar, opened: list[tuple[str, int]],
         yield bare[:end] + grammar.call_body + bare[end:].replace(b"}", grammar.block_end), False, False
 
 
-def _function_type(close: bytes) -> bytes:
-    """The closers with `` => _`` after their first ``)``: the parameter list it closes a function type's."""
+def _function_type(close: bytes, rest: bytes = b"") -> bytes:
+    """The closers with `` => _`` (then ``rest``) after their first ``)``: the parameter list it closes a
+    function type's."""
     end = close.index(b")") + 1
-    return close[:end] + b" => _" + close[end:]
+    return close[:end] + b" => _" + rest + close[end:]
+
+
+_CONDITIONAL_TYPE = b" ? _ : _"
+"""The rest of a conditional type after the type it extends."""
 
 
 def _arm_ending(grammar: Grammar, data: bytes, opened: list[tuple[str, int]]) -> bytes:
