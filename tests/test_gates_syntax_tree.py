@@ -299,6 +299,10 @@ def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str
      'declare module "d" {\n  export default function (\n    t: (string\n  ): string;\n}\nconst a = 1;\n'),
     ("typescript", "export default function <T>(a: T): T;\nexport default function (a: A): A {\n  a;\n}\n",
      "export default function <T>(a: T): T;\nexport default function (a: A): A {\n  (a;\n}\n"),
+    ("javascript", "export { anyType as any, functionType as function,\n  nullType as null };\n",  # names
+     "export { anyType as any, functionType as function,\n  nullType as null };\nconst a = (1;\nf();\n"),
+    ("javascript", 'import { function as f, default as g } from "x";\nexport { f as if } from "y";\n',
+     'import { function as f, default as g } from "x";\nexport { f as if } from "y";\nf(;\ng();\n'),
     ("shell", "t=`m`\nx=`\n  echo a\n`\necho \"$x\"\n",                  # `=`, then a backtick ending a line
      "t=`m`\nx=`\n  echo a\n`\necho )\necho ok\n"),
     ("html", '<a class="nav" href="{{< docsref "/components/navbar" >}}">Navbar</a>\n',  # a Hugo shortcode

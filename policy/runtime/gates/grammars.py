@@ -188,6 +188,14 @@ _NTH_ARGUMENT = re.compile(rb":nth-(?:last-)?(?:child|of-type)\(([^()\n]*)\)")
 _JS_ENDINGS = (b" => {}", b" from ''")
 """An arrow function's parameters waiting for ``=> body``; an import list (``import {\n  A,``) waiting for
 ``from``."""
+_JS_RESERVED = (rb"(?:break|case|catch|class|const|continue|debugger|delete|do|else|export|extends|false"
+                rb"|finally|for|function|if|import|in|instanceof|new|null|return|super|switch|this|throw|true"
+                rb"|try|typeof|var|void|while|with)")
+_EXPORTED_KEYWORD = re.compile(rb"\bas\s+(" + _JS_RESERVED + rb")(?=\s*[,}])")
+_IMPORTED_KEYWORD = re.compile(rb"(?<=[{,])\s*(" + _JS_RESERVED + rb")(?=\s+as\b)")
+"""A reserved word as a name an import or export clause gives or takes (``export { f as function, n as null
+}``, zod's v3/types.js; ``import { function as f } from``), which any name may be and tree-sitter-javascript
+0.23 rejects: read as ``_`` of its length."""
 _VARIANCE = re.compile(rb"[<,](?:\s|/\*(?:[^*]|\*(?!/)){0,400}\*/)*((?:in|out)(?:\s+out)?)\s+(?=[A-Za-z_$])")
 """A type parameter's variance (``interface A<in T>``, ``<in out T>``, a comment before it; TypeScript 4.7),
 which tree-sitter-typescript 0.23 does not know: read as blanks."""
@@ -414,7 +422,8 @@ GRAMMARS: dict[str, Grammar] = {
     grammar.name: grammar
     for grammar in (
         Grammar("javascript", "tree_sitter_javascript", "language", _JS_TAILS, followers=_JS_FOLLOWERS,
-                endings=_JS_ENDINGS, headers=_JS_HEADERS, quotes=_TEMPLATE_QUOTES),
+                endings=_JS_ENDINGS, headers=_JS_HEADERS, quotes=_TEMPLATE_QUOTES,
+                stand_ins=((_EXPORTED_KEYWORD, b"_"), (_IMPORTED_KEYWORD, b"_"))),
         Grammar("typescript", "tree_sitter_typescript", "language_typescript", _JS_TAILS,
                 followers=_JS_FOLLOWERS, endings=_TS_ENDINGS, fillers=_TYPE_ARGUMENTS,
                 stand_ins=_TYPESCRIPT_STAND_INS, angles=True, parameter_types=True, headers=_TS_HEADERS,
