@@ -168,6 +168,9 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     ("typescript", "export type O = {\n  p: P | ((arg0: {\n    popper: Rect;\n"),  # `}) => _)}`
     ("typescript", "export type H = (ctx: {\n  z: T;\n  /** The error, e.g. an `undefined`\n"),  # `*/}) => _`
     ("typescript", "type Q<T> = T extends []\n  ? []\n  : T extends A<\n    O<\n      infer D,\n"),  # `>> ?`
+    *((language, "function f(c) {\n  if (c)\n    for (\n      i === c.e &&\n        (d = !0),\n")  # `;;)`
+      for language in ("javascript", "typescript")),
+    ("javascript", "function f() {\n  for (\n    let i = 0;\n    i < g(\n      a,\n"),  # `_);) {}}`
     ("typescript", "export namespace u {\n  type I<T> = (T extends U ? (k: T) => void : never) extends (\n"
                    "    k: infer I\n"),  # `) => _ ? _ : _}`
     ("shell", 'if test -z "$a" || {\n\ttest "$b" = x &&\n\ttest ! -f "$c" 2>/dev/null\n'),  # `}`, then `then`

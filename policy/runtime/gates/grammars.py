@@ -118,6 +118,10 @@ class Grammar:
     """A keyword whose header waits for a block (Go's ``if``) → the blocks a completion tries, each written
     after the brackets opened since the last such keyword whose block has not opened, before the rest (``if
     err := f(T{`` closes as ``}); _ {}}``)."""
+    clauses: Mapping[str, tuple[bytes, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    """A keyword whose parenthesized header holds clauses and is followed by a statement (JavaScript's ``for
+    (``) → what a header cut inside its parentheses may still lack before its ``)``, each tried followed by
+    the ``)`` and a block (``for (\n  i = 0,`` closes as `` _;;) {}``, ``for (\n  x of y`` as ``) {}``)."""
     type_bodies: frozenset[str] = frozenset()
     """Nodes or tokens after (or in) which a ``{`` opens a type's body (Go's ``struct {``), not a header's
     block; the outermost still open closes, in one more try, followed by ``type_literal`` (``x := []struct {``
@@ -413,6 +417,8 @@ _GO_LITERALS = frozenset({"}", "struct_type", "slice_type", "array_type", "impli
 the ``if``'s block, as Go reads it)."""
 _C_FOLLOWERS = MappingProxyType(_DO_WHILE)
 _CPP_FOLLOWERS = MappingProxyType({"try": (frozenset({"catch"}), " catch (...) {}"), **_DO_WHILE})
+_FOR_CLAUSES = MappingProxyType({"for": (b";;", b";", b"")})
+"""A ``for (`` header cut in its first, second or last clause (or in a ``for … of``)."""
 _JS_TAILS = (BLOCK_COMMENT_END, "`", '"', "'")
 _TEMPLATE_QUOTES = frozenset({"`"})
 """A template literal's backtick, closed like a bracket: a text cut inside a ``${`` that spans lines closes
@@ -422,15 +428,15 @@ GRAMMARS: dict[str, Grammar] = {
     grammar.name: grammar
     for grammar in (
         Grammar("javascript", "tree_sitter_javascript", "language", _JS_TAILS, followers=_JS_FOLLOWERS,
-                endings=_JS_ENDINGS, headers=_JS_HEADERS, quotes=_TEMPLATE_QUOTES,
+                endings=_JS_ENDINGS, headers=_JS_HEADERS, quotes=_TEMPLATE_QUOTES, clauses=_FOR_CLAUSES,
                 stand_ins=((_EXPORTED_KEYWORD, b"_"), (_IMPORTED_KEYWORD, b"_"))),
         Grammar("typescript", "tree_sitter_typescript", "language_typescript", _JS_TAILS,
                 followers=_JS_FOLLOWERS, endings=_TS_ENDINGS, fillers=_TYPE_ARGUMENTS,
                 stand_ins=_TYPESCRIPT_STAND_INS, angles=True, parameter_types=True, headers=_TS_HEADERS,
-                quotes=_TEMPLATE_QUOTES),
+                quotes=_TEMPLATE_QUOTES, clauses=_FOR_CLAUSES),
         Grammar("tsx", "tree_sitter_typescript", "language_tsx", _JS_TAILS, followers=_JS_FOLLOWERS,
                 endings=_TS_ENDINGS, fillers=_TYPE_ARGUMENTS, stand_ins=_TS_STAND_INS, angles=True,
-                parameter_types=True, headers=_TS_HEADERS, quotes=_TEMPLATE_QUOTES),
+                parameter_types=True, headers=_TS_HEADERS, quotes=_TEMPLATE_QUOTES, clauses=_FOR_CLAUSES),
         Grammar("go", "tree_sitter_go", "language", (*_C_LIKE, "`"), terminator="\n", headers=_GO_HEADERS,
                 type_bodies=_GO_TYPE_BODIES, type_literal=b"{}", literals=_GO_LITERALS),
         Grammar("rust", "tree_sitter_rust", "language", _C_LIKE, nested_comments=True, terminator=";",

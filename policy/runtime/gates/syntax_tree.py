@@ -960,13 +960,20 @@ def closers(tree: Any, grammar: Grammar, angles: bool = False) -> bytes:
 
 def _block_endings(opened: _Opened, grammar: Grammar) -> Iterator[bytes]:
     """Closers that write what a type's body or a header still waits for: the outermost type's body open
-    followed by its literal (``Grammar.type_bodies``); a block after the closers opened since the last header
-    still waiting for one (``Grammar.headers``), one ending per block its keyword may take, those closers
-    also with the literal."""
+    followed by its literal (``Grammar.type_bodies``); the innermost header of clauses still open closed with
+    each of its keyword's clauses, then a block (``Grammar.clauses``); a block after the closers opened since
+    the last header still waiting for one (``Grammar.headers``), one ending per block its keyword may take,
+    those closers also with the literal."""
     entries = opened.entries
     literal = next((index for index, (_, at) in enumerate(entries) if at in opened.type_bodies), None)
     if literal is not None:
         yield _closing(entries, grammar, literal)
+    header = max((index for index, (_, at) in enumerate(entries) if at in opened.clause_headers),
+                 default=None)
+    if header is not None:
+        inside, after = _closing(entries[header + 1 :], grammar), _closing(entries[:header], grammar)
+        for clause in grammar.clauses[opened.clause_headers[entries[header][1]]]:
+            yield inside + clause + b") {}" + after
     last = max((index for index, (entry, _) in enumerate(entries) if entry in grammar.headers), default=None)
     if last is None:
         return
@@ -1073,6 +1080,8 @@ class _Opened:
         self._counts: Counter[str] = Counter()
         self.type_bodies: set[int] = set()
         """Where each ``{`` opening a type's body is (``Grammar.type_bodies``)."""
+        self.clause_headers: dict[int, str] = {}
+        """Where each ``(`` opening a header of clauses is, and its keyword (``Grammar.clauses``)."""
 
     def push(self, entry: str, at: int) -> None:
         self.entries.append((entry, at))
@@ -1155,6 +1164,8 @@ def _track(opened: _Opened, node: Any, parent: Any, previous: Any, grammar: Gram
         else:
             opened.push(kind, node.start_byte)
     elif kind in _OPENERS:
+        if previous is not None and previous.type in grammar.clauses and kind == "(":
+            opened.clause_headers[node.start_byte] = previous.type
         opened.push(_OPENERS[kind], node.start_byte)
     elif kind in _CLOSERS or kind in grammar.keywords.values():
         opened.close(kind)
