@@ -1042,6 +1042,11 @@ def _open(tree: Any, grammar: Grammar, angles: bool = False) -> _Opened:
                         opened.pop()
                     else:
                         opened.push(kind, node.start_byte)
+                elif kind == plain.pattern_end:
+                    if opened.top() == _PATTERN:
+                        opened.pop()  # a shell case pattern's `a)` closes no bracket
+                    else:
+                        opened.close(kind)
                 elif not (angles and _angle(opened, node, parent, previous)):
                     _track(opened, node, parent, previous, grammar)
         while not cursor.goto_next_sibling():
@@ -1076,9 +1081,10 @@ nodes on the way to the errors (100 KB of code ending in open brackets: 12,000 l
 
 @dataclass(frozen=True)
 class _PlainTokens:
-    """The tracked leaf types whose action in ``_track`` depends on nothing but their type (and, for a
-    keyword, its parent's): ``_open`` acts on them itself, without ``_track``'s tests of the types whose
-    action depends on what is open (a follower's keyword, a quote, a header's ``{``, a pattern's ``)``)."""
+    """The tracked leaf types ``_open`` acts on itself, without ``_track``'s chain of tests: those whose
+    action there depends on nothing but their type (and, for a keyword, its parent's), or on the top of the
+    stack alone (a quote, a pattern's ``)``).  ``_track`` keeps the rest: a follower's keyword, a header's
+    ``{``, a tag's ``>``."""
 
     openers: dict[str, str]
     """A bracket that always opens → the closer pushed."""
@@ -1088,6 +1094,9 @@ class _PlainTokens:
     """A keyword that opens a block unless under one of ``Grammar.modifier_parents`` → its closer."""
     quotes: frozenset[str]
     """A quote that closes the one on top, or opens one (``Grammar.quotes``)."""
+    pattern_end: str
+    """``)`` where patterns may be open (``Grammar.pattern_starts``): it ends the one on top, or closes down
+    to its ``(``; empty otherwise."""
 
 
 @functools.cache
@@ -1098,6 +1107,8 @@ def _plain_tokens(name: str) -> _PlainTokens:
                *(kind for entry in grammar.followers.values() for kind in entry[0])}
     if grammar.headers or grammar.type_bodies:
         special.add("{")
+    taken = {*special, *grammar.quotes, *grammar.keywords}
+    pattern_end = ")" if grammar.pattern_starts and ")" not in taken else ""
     if grammar.pattern_starts:
         special.add(")")
     quotes = frozenset(kind for kind in grammar.quotes if kind not in special)
@@ -1109,7 +1120,7 @@ def _plain_tokens(name: str) -> _PlainTokens:
         closers,
         {kind: closer for kind, closer in grammar.keywords.items()
          if kind not in special and kind not in _OPENERS and kind not in closing},
-        quotes)
+        quotes, pattern_end)
 
 
 @functools.cache
