@@ -48,7 +48,6 @@ from __future__ import annotations
 import bisect
 import functools
 import re
-from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -1012,7 +1011,8 @@ def _open(tree: Any, grammar: Grammar, angles: bool = False) -> _Opened:
     skip_closed = grammar.name == "html"
     plain = _plain_tokens(grammar.name)
     cursor = tree.walk()
-    parents: list[Any] = []  # the nodes the cursor is inside, innermost last
+    first_child, next_sibling, up = cursor.goto_first_child, cursor.goto_next_sibling, cursor.goto_parent
+    parents: list[Any] = [None]  # the nodes the cursor is inside, innermost last (None: above the root)
     previous = None
     while True:
         node = cursor.node
@@ -1021,21 +1021,20 @@ def _open(tree: Any, grammar: Grammar, angles: bool = False) -> _Opened:
                 pass  # parsed without error: every bracket it opens it closes
             elif skip_closed and node.type == "element" and not node.has_error and _closes_itself(node):
                 pass  # its end tag closes all it opened (its own `</p>`-less elements too)
-            elif cursor.goto_first_child():
+            elif first_child():
                 parents.append(node)
                 previous = None
                 continue
         else:
             kind = node.type
             if kind in tracked and not node.is_missing:
-                parent = parents[-1] if parents else None
                 closer = plain.openers.get(kind)
                 if closer is not None:
                     opened.push(closer, node.start_byte)
                 elif kind in plain.closers:
                     opened.close(kind)
                 elif kind in plain.keywords:
-                    if parent is None or parent.type not in grammar.modifier_parents:
+                    if parents[-1] is None or parents[-1].type not in grammar.modifier_parents:
                         opened.push(plain.keywords[kind], node.start_byte)
                 elif kind in plain.quotes:
                     if opened.top() == kind:
@@ -1047,10 +1046,10 @@ def _open(tree: Any, grammar: Grammar, angles: bool = False) -> _Opened:
                         opened.pop()  # a shell case pattern's `a)` closes no bracket
                     else:
                         opened.close(kind)
-                elif not (angles and _angle(opened, node, parent, previous)):
-                    _track(opened, node, parent, previous, grammar)
-        while not cursor.goto_next_sibling():
-            if not cursor.goto_parent():
+                elif not (angles and _angle(opened, node, parents[-1], previous)):
+                    _track(opened, node, parents[-1], previous, grammar)
+        while not next_sibling():
+            if not up():
                 return opened
             node = parents.pop()
         previous = node
@@ -1138,13 +1137,13 @@ class _Opened:
 
     def __init__(self) -> None:
         self.entries: list[tuple[str, int]] = []
-        self._counts: Counter[str] = Counter()
+        self._counts: dict[str, int] = {}
         self.type_bodies: set[int] = set()
         """Where each ``{`` opening a type's body is (``Grammar.type_bodies``)."""
 
     def push(self, entry: str, at: int) -> None:
         self.entries.append((entry, at))
-        self._counts[entry] += 1
+        self._counts[entry] = self._counts.get(entry, 0) + 1
 
     def pop(self) -> str:
         entry = self.entries.pop()[0]
@@ -1155,13 +1154,18 @@ class _Opened:
         return self.entries[-1][0] if self.entries else None
 
     def __contains__(self, entry: str) -> bool:
-        return self._counts[entry] > 0
+        return self._counts.get(entry, 0) > 0
 
     def close(self, entry: str) -> None:
-        """Pop down to and including ``entry``, if it is open."""
-        if entry in self:
-            while self.pop() != entry:
-                pass
+        """Pop down to and including ``entry``, if it is open (one call: the walk closes a bracket a leaf)."""
+        counts = self._counts
+        if counts.get(entry, 0) > 0:
+            entries = self.entries
+            while True:
+                popped = entries.pop()[0]
+                counts[popped] -= 1
+                if popped == entry:
+                    return
 
 
 def _angle(opened: _Opened, node: Any, parent: Any, previous: Any) -> bool:
