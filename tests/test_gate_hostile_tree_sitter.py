@@ -14,14 +14,16 @@ figures against one parse are in ``bench/bench_gate_hostile.py``.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
+from collections.abc import Iterator
 
 import pytest
 
 from policy.model.validators import SYNTAX_TREE_LANGUAGES
 from policy.runtime.gates import preprocessor, syntax_tree
-from policy.runtime.gates.grammars import parser
+from policy.runtime.gates.grammars import GRAMMARS, parser
 from policy.runtime.gates.problems import Verdict
 from policy.runtime.gates.syntax_tree import check_syntax_tree, completions
 
@@ -85,6 +87,30 @@ def test_a_macro_call_left_open_is_scanned_from_stop_to_stop(monkeypatch: pytest
     monkeypatch.setattr(preprocessor, "_SCAN_STOP", Counting())
     preprocessor.blank_macro_calls(b"A_(x\n" * 2_000)
     assert 0 < len(searches) <= 20, len(searches)
+
+
+@pytest.mark.parametrize("language", ["c", "cpp", "css"])
+def test_a_text_without_a_quote_is_not_scanned_for_strings(
+        language: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the scan for strings a line break ends read every comment and string of the text: 8 ms on 100 KB of
+    # C++, a fifth of its parse, for a text that holds no string
+    scanned: list[bytes] = []
+    grammar = GRAMMARS[language]
+    strings = grammar.line_strings
+    assert strings is not None
+
+    class Counting:
+        def finditer(self, data: bytes) -> Iterator[re.Match[bytes]]:
+            scanned.append(data)
+            return strings.finditer(data)
+
+    monkeypatch.setitem(GRAMMARS, language, dataclasses.replace(grammar, line_strings=Counting()))
+    code = "a { b: c; }\n" if language == "css" else "int f(int a) {\n  return a + 1;\n}\n"
+    opener = "a { b: f(" if language == "css" else "int x = ("
+    check_syntax_tree(language, code * 100 + opener, partial=True)
+    assert not scanned
+    check_syntax_tree(language, code * 100 + opener.replace("(", "('a\n"), partial=True)
+    assert scanned
 
 
 OPEN_COMMENTS = {
