@@ -1098,7 +1098,7 @@ class _PlainTokens:
     """The tracked leaf types ``_open`` acts on itself, without ``_track``'s chain of tests: those whose
     action there depends on nothing but their type (and, for a keyword, its parent's), or on the top of the
     stack alone (a quote, a pattern's ``)``).  ``_track`` keeps the rest: a follower's keyword, a header's
-    ``{``, a tag's ``>``."""
+    ``{``, the ``(`` of a header of clauses, a tag's ``>``."""
 
     openers: dict[str, str]
     """A bracket that always opens → the closer pushed."""
@@ -1121,6 +1121,8 @@ def _plain_tokens(name: str) -> _PlainTokens:
                *(kind for entry in grammar.followers.values() for kind in entry[0])}
     if grammar.headers or grammar.type_bodies:
         special.add("{")
+    if grammar.clauses:
+        special.add("(")  # `_track` notes a header of clauses it opens
     taken = {*special, *grammar.quotes, *grammar.keywords}
     pattern_end = ")" if grammar.pattern_starts and ")" not in taken else ""
     if grammar.pattern_starts:
