@@ -39,6 +39,9 @@ class Grammar:
     """Text that may close a string or comment the text ends inside, tried in order."""
     keywords: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     """A token that opens a block → the one closing it (Ruby's ``def`` … ``end``, shell's ``if`` … ``fi``)."""
+    interpolated: frozenset[str] = frozenset({'"', "`"})
+    """Tails closing a literal that may hold code (``"#{…}"``, Ruby's ``/#{…}/``): an interpolation open in it
+    closes before the tail."""
     quotes: frozenset[str] = frozenset()
     """String delimiters that are tokens of their own (shell's ``"``): closed like brackets, innermost first
     (``"$(a "b" \\`` closes as ``)"``)."""
@@ -430,6 +433,7 @@ GRAMMARS: dict[str, Grammar] = {
                 line_strings=_C_STRINGS, statement_lines=True, misread=_CPP_MISREAD),
         Grammar(
             "ruby", "tree_sitter_ruby", "language", ('"', "'", "`", "/", "\n=end\n"),
+            interpolated=frozenset({'"', "`", "/"}),
             keywords=MappingProxyType(dict.fromkeys(_RUBY_BLOCKS, "end")), fillers=(b" = _",),
             modifier_parents=frozenset({"if_modifier", "unless_modifier", "while_modifier", "until_modifier",
                                         "rescue_modifier", "conditional"}),
