@@ -212,6 +212,12 @@ def test_a_text_that_ends_inside_a_directive_is_incomplete(prefix: str) -> None:
 @pytest.mark.parametrize("text", [
     "#define LL_MUL32(r, a) { \\\n  _y1 += _y2;   /* can't carry */ \\\n  (r).hi = _y3; \\\n}\nint x;\n",
     "#ifdef __has_include\n#if __has_include(<version>)\n#include <version>\n#endif\n#endif\nint x;\n",
+    # a quoted header name (glibc's sys/mount.h, fmt's os.h), also on a condition's continued line
+    "#ifdef __has_include\n# if __has_include (\"linux/mount.h\")\n#  include \"linux/mount.h\"\n"
+    "# endif\n#endif\n",
+    "#ifndef F\n#  if FMT_HAS_INCLUDE(\"w.h\")\n#    include <w.h>\n#  endif\n"
+    "#  if (FMT_HAS_INCLUDE(<fcntl.h>) || \\\n       FMT_HAS_INCLUDE(\"x.h\"))\n#    define F 1\n#  endif\n"
+    "#endif\nint x;\n",
 ])
 def test_directives_tree_sitter_misreads_are_valid(text: str) -> None:
     lines = text.splitlines(keepends=True)

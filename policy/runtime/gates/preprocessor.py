@@ -26,9 +26,9 @@ _CODE_AFTER = re.compile(rb"[ \t]*[^\s\\]")
 _NOT_NEWLINE = re.compile(rb"[^\r\n]")
 _FUNCTION_DEFINE = re.compile(rb"[ \t]*#[ \t]*define[ \t]+\w+\(")
 """A function-like macro's definition: its parameter list is grammar, its body a token list."""
-_HAS_INCLUDE = re.compile(rb"(?:(?<=__has_include\()|(?<=HAS_INCLUDE\())\s*<[^<>\n]*>")
-"""``__has_include(<version>)``'s header name (also in a macro wrapping it, fmt's
-``FMT_HAS_INCLUDE(<version>)``), which tree-sitter reads as no expression: read as a name."""
+_HAS_INCLUDE = re.compile(rb"((?:__has_include|HAS_INCLUDE)[ \t]*\([ \t]*)(<[^<>\n]*>|\"[^\"\n]*\")")
+"""``__has_include(<version>)``'s header name, in angle brackets or quotes (also in a macro wrapping it,
+fmt's ``FMT_HAS_INCLUDE("winapifamily.h")``), which tree-sitter reads as no expression: read as a name."""
 _FALSE = re.compile(rb"\s*0\s*(?:/[/*].*)?$")
 _MACRO_NAME = rb"(?:_*[A-Z][A-Z0-9]*_[A-Za-z0-9_]*|_*[A-Z][A-Z0-9]+|__declspec)"
 """An upper-case name, or one with an underscore starting upper-case (``DECLARE_PEM_rw``,
@@ -179,6 +179,11 @@ def has_checked_directives(data: bytes) -> bool:
     return _CHECKED_DIRECTIVE.search(data) is not None
 
 
+def _header_names_as_names(text: bytes) -> bytes:
+    """``text`` with each header name ``_HAS_INCLUDE`` finds read as a name of its length."""
+    return _HAS_INCLUDE.sub(lambda test: test.group(1) + b"_" * len(test.group(2)), text)
+
+
 def directives_only(data: bytes) -> bytes:
     """``data`` with all but its ``#if``/``#elif`` lines and function-like ``#define`` lines blanked (an
     ``#elif`` read as an ``#if``) and one ``#endif`` per ``#if`` after the end: the conditions' and
@@ -190,7 +195,7 @@ def directives_only(data: bytes) -> bytes:
     for line in data.splitlines(keepends=True):
         found = None if continued else _DIRECTIVE.match(line)
         if continued or (found is None and _FUNCTION_DEFINE.match(line)):
-            out.append(line)
+            out.append(_header_names_as_names(line))
         elif found is None or found.group(1) in (b"else", b"endif"):
             out.append(_blank(line))
             continue
@@ -199,7 +204,7 @@ def directives_only(data: bytes) -> bytes:
             keyword = found.group(1)
             read_as = b"if" + keyword[4:] if keyword.startswith(b"elif") else keyword
             padding = b" " * (len(keyword) - len(read_as))
-            condition = _HAS_INCLUDE.sub(lambda name: b"_" * len(name.group()), line[found.end(1) :])
+            condition = _header_names_as_names(line[found.end(1) :])
             out.append(line[: found.start(1)] + read_as + padding + condition)
         continued = line.rstrip(b"\r\n").endswith(b"\\")
     return b"".join(out) + b"\n#endif" * opened + b"\n"
