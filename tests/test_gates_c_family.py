@@ -35,6 +35,11 @@ def status(language: str, text: str, before: str | None = None) -> str:
      "  bool g() { return a.operator bool(); }\n};\n",
      "struct R {\n  int f(int n) { return *(this->operator+(n); }\n"
      "  bool g() { return a.operator bool(); }\n};\n"),
+    # a pointer to member applied through a pointer
+    ("cpp", "struct C {\n  auto operator()(int a) const -> decltype((p->*m)(a)) {\n"
+     "    return (obj_ptr->*m)(a);\n  }\n};\n",
+     "struct C {\n  auto operator()(int a) const -> decltype((p->*m)(a)) {\n"
+     "    return (obj_ptr->*m)(a;\n  }\n};\n"),
     # a macro that expands to a string, after a string; a header name in a macro wrapping __has_include
     ("cpp", "#if FMT_HAS_INCLUDE(<version>)\n#  include <version>\n#endif\nvoid f() {\n"
      "  g(P(\"adir\" SEP_ \"b\"), P(\"c\" SEP_));  // it's\n  printf(\"%\" PRIu64 \"\\n\", x);\n}\n",

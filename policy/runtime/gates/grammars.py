@@ -235,6 +235,9 @@ _MEMBER_OPERATOR = re.compile(
 """An operator called by name through ``->`` or ``.``, returned or after a condition (``this->operator+(n)``,
 ``a.operator bool()``, ``return operator*();``, ``if (a) operator()<bool>(v);``), which tree-sitter-cpp 0.23
 does not parse."""
+_ARROW_MEMBER_POINTER = re.compile(rb"(?<=[\w)\]])[ \t]*->(\*)(?=[ \t]*[A-Za-z_])")
+"""A pointer to member applied through a pointer (gmock's ``(obj_ptr->*method_ptr)(args...)``), which
+tree-sitter-cpp 0.23 does not parse (``.*`` it does): read as ``->`` and a blank."""
 _DEFAULTED_POINTER = re.compile(rb"(?<=[\w>])[ \t]*(\*)(?=(?:\s|/\*(?:[^*]|\*(?!/)){0,200}\*/)+=(?!=))")
 """An unnamed pointer with a default (``typename std::enable_if<…>::type* = nullptr``, a parameter or a
 template parameter), which tree-sitter-cpp 0.23 does not parse; read without its ``*``."""
@@ -426,9 +429,9 @@ GRAMMARS: dict[str, Grammar] = {
         Grammar("cpp", "tree_sitter_cpp", "language", (*_C_LIKE, ')"'), followers=_CPP_FOLLOWERS,
                 terminator=";", conditionals=True, block_end=b"} _;", call_body=b" {}", angles=True,
                 fillers=(*_TEMPLATE_HEADS, _NEXT_INITIALIZER),
-                stand_ins=((_MEMBER_OPERATOR, b"_"), (_DEFAULTED_POINTER, b" "), (_DECLTYPE_LIST, b"_"),
-                           (_TEMPLATE_MACRO, b"_"), (_BARE_SWITCH, b" "), (_NEW_CONST, b" "),
-                           (_STRING_MACRO, _string_for_macro),
+                stand_ins=((_MEMBER_OPERATOR, b"_"), (_ARROW_MEMBER_POINTER, b" "),
+                           (_DEFAULTED_POINTER, b" "), (_DECLTYPE_LIST, b"_"), (_TEMPLATE_MACRO, b"_"),
+                           (_BARE_SWITCH, b" "), (_NEW_CONST, b" "), (_STRING_MACRO, _string_for_macro),
                            (_TYPENAME_VALUE, b" "), (_REFERENCE_INIT, b" "), (_NEW_POINTER_ARRAY, b" ")),
                 line_strings=_C_STRINGS, statement_lines=True, misread=_CPP_MISREAD),
         Grammar(
