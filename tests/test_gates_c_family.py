@@ -35,6 +35,9 @@ def status(language: str, text: str, before: str | None = None) -> str:
      "  bool g() { return a.operator bool(); }\n};\n",
      "struct R {\n  int f(int n) { return *(this->operator+(n); }\n"
      "  bool g() { return a.operator bool(); }\n};\n"),
+    # an export macro before a destructor
+    ("cpp", "class B {\n  FMT_API ~file() noexcept;\n  FMT_CONSTEXPR20 ~memory_buffer() { f(); }\n};\n",
+     "class B {\n  FMT_API ~file() noexcept;\n  FMT_CONSTEXPR20 ~memory_buffer() { f(; }\n};\n"),
     # a pointer to member applied through a pointer
     ("cpp", "struct C {\n  auto operator()(int a) const -> decltype((p->*m)(a)) {\n"
      "    return (obj_ptr->*m)(a);\n  }\n};\n",
@@ -217,6 +220,8 @@ def test_a_text_that_ends_inside_a_directive_is_incomplete(prefix: str) -> None:
 @pytest.mark.parametrize("text", [
     "#define LL_MUL32(r, a) { \\\n  _y1 += _y2;   /* can't carry */ \\\n  (r).hi = _y3; \\\n}\nint x;\n",
     "#ifdef __has_include\n#if __has_include(<version>)\n#include <version>\n#endif\n#endif\nint x;\n",
+    # a string a macro in a condition is given (hedley's warning test)
+    "#  if JSON_HEDLEY_HAS_WARNING(\"-Wc++98-compat\") && !defined(A)\n#    define B 1\n#  endif\nint x;\n",
     # a quoted header name (glibc's sys/mount.h, fmt's os.h), also on a condition's continued line
     "#ifdef __has_include\n# if __has_include (\"linux/mount.h\")\n#  include \"linux/mount.h\"\n"
     "# endif\n#endif\n",

@@ -26,9 +26,12 @@ _CODE_AFTER = re.compile(rb"[ \t]*[^\s\\]")
 _NOT_NEWLINE = re.compile(rb"[^\r\n]")
 _FUNCTION_DEFINE = re.compile(rb"[ \t]*#[ \t]*define[ \t]+\w+\(")
 """A function-like macro's definition: its parameter list is grammar, its body a token list."""
-_HAS_INCLUDE = re.compile(rb"((?:__has_include|HAS_INCLUDE)[ \t]*\([ \t]*)(<[^<>\n]*>|\"[^\"\n]*\")")
-"""``__has_include(<version>)``'s header name, in angle brackets or quotes (also in a macro wrapping it,
-fmt's ``FMT_HAS_INCLUDE("winapifamily.h")``), which tree-sitter reads as no expression: read as a name."""
+_CONDITION_NAME = re.compile(rb"((?:__has_include|HAS_INCLUDE)[ \t]*\([ \t]*)?"
+                             rb"(<[^<>\n]*>|\"(?:[^\"\\\n]|\\.)*\")")
+"""A header name ``__has_include`` tests in angle brackets (also in a macro wrapping it, fmt's
+``FMT_HAS_INCLUDE(<version>)``), or a string (``__has_include ("linux/mount.h")``, hedley's
+``JSON_HEDLEY_HAS_WARNING("-Wc++98-compat")``): a macro's argument, which tree-sitter reads as no
+expression in a condition: read as a name."""
 _FALSE = re.compile(rb"\s*0\s*(?:/[/*].*)?$")
 _MACRO_NAME = rb"(?:_*[A-Z][A-Z0-9]*_[A-Za-z0-9_]*|_*[A-Z][A-Z0-9]+|__declspec)"
 """An upper-case name, or one with an underscore starting upper-case (``DECLARE_PEM_rw``,
@@ -45,11 +48,12 @@ in its length (without them ``GMOCK_DEFINE_DEFAULT_ACTION_FOR_RETURN_TYPE_(`` wa
 exponentially many ways, and a name then 100,000 blanks took 190 s)."""
 _ALL_CAPS = rb"[A-Z][A-Z0-9]*_[A-Z0-9_]*"
 _SPECIFIER_MACRO = re.compile(rb"(?<![\w.>:])(" + _ALL_CAPS + rb")[ \t]+"
-                              rb"(?=[A-Za-z_]\w*\b[ \t]*(?:[A-Za-z_(*&<]|::"
+                              rb"(?=~[A-Za-z_]\w*[ \t]*\(|[A-Za-z_]\w*\b[ \t]*(?:[A-Za-z_(*&<]|::"
                               rb"|\r?\n[ \t]*[A-Za-z_]\w*[ \t]*\())")
 """An all-caps name with an underscore before a type and a name (``GTEST_API_ void f();``, ``FMT_CONSTEXPR
 inline T f(``, ``GL_API void (*f)(``, libffi's ``FFI_API ffi_status`` then ``ffi_prep_cif (`` on the next
-line, ``FMT_CONSTEXPR typed_node(`` a constructor in its class): an export or attribute macro, which expands
+line, ``FMT_CONSTEXPR typed_node(`` a constructor in its class, ``FMT_API ~buffered_file()`` a destructor): an
+export or attribute macro, which expands
 to a specifier or to nothing; not a type before a function's name at a line's start (``X509_LOOKUP_TYPE
 X509_OBJECT_get_type(``, ``_NAME_CALL``)."""
 _NAME_CALL = re.compile(rb"[ \t]+[A-Za-z_]\w*[ \t]*\(")
@@ -179,9 +183,17 @@ def has_checked_directives(data: bytes) -> bool:
     return _CHECKED_DIRECTIVE.search(data) is not None
 
 
-def _header_names_as_names(text: bytes) -> bytes:
-    """``text`` with each header name ``_HAS_INCLUDE`` finds read as a name of its length."""
-    return _HAS_INCLUDE.sub(lambda test: test.group(1) + b"_" * len(test.group(2)), text)
+def _condition_names(text: bytes) -> bytes:
+    """A condition's ``text`` with each header name and string ``_CONDITION_NAME`` finds read as a name of its
+    length."""
+    return _CONDITION_NAME.sub(_as_name, text)
+
+
+def _as_name(found: re.Match[bytes]) -> bytes:
+    tested, name = found.group(1), found.group(2)
+    if tested is None and name.startswith(b"<"):  # `a < b && c > d`: no header name
+        return found.group()
+    return (tested or b"") + b"_" * len(name)
 
 
 def directives_only(data: bytes) -> bytes:
@@ -195,7 +207,7 @@ def directives_only(data: bytes) -> bytes:
     for line in data.splitlines(keepends=True):
         found = None if continued else _DIRECTIVE.match(line)
         if continued or (found is None and _FUNCTION_DEFINE.match(line)):
-            out.append(_header_names_as_names(line))
+            out.append(_condition_names(line))
         elif found is None or found.group(1) in (b"else", b"endif"):
             out.append(_blank(line))
             continue
@@ -204,7 +216,7 @@ def directives_only(data: bytes) -> bytes:
             keyword = found.group(1)
             read_as = b"if" + keyword[4:] if keyword.startswith(b"elif") else keyword
             padding = b" " * (len(keyword) - len(read_as))
-            condition = _header_names_as_names(line[found.end(1) :])
+            condition = _condition_names(line[found.end(1) :])
             out.append(line[: found.start(1)] + read_as + padding + condition)
         continued = line.rstrip(b"\r\n").endswith(b"\\")
     return b"".join(out) + b"\n#endif" * opened + b"\n"
