@@ -217,16 +217,13 @@ _XML_DECLARATION = re.compile(rb"<\?xml\b[^<>]*\?>")
 _TEMPLATE_TAG = re.compile(rb"\{\{.{0,400}?\}\}|\{%.{0,400}?%\}|<%.{0,400}?%>")
 """A template's tag on one line (Hugo's ``{{< docsref "/x" >}}``, ``{{ .Title }}``, Jinja's ``{% if a %}``,
 EJS's ``<%= a %>``), read as a name: in a quoted attribute its quotes end the value to tree-sitter-html."""
-_TAG_OR_ANGLE = re.compile(rb"<[A-Za-z/!?](?:[^<>\"']++|\"[^\"]{0,4096}+\"|'[^']{0,4096}+')*+>"
-                           rb"|>|<(?=[\s\d=])")
-"""A tag (its quoted values may hold ``>``; bounded, so the scan stays linear), a ``>`` outside one, or a
-``<`` that starts none (``zpipe < foo.txt``)."""
-
-
-def _text_angle(found: re.Match[bytes]) -> bytes:
-    """A ``>`` or ``<`` in text (``info->skip``, a ``'> '`` prompt, ``a < b``) read as a blank: valid HTML
-    that tree-sitter-html 0.23 rejects; a tag stays."""
-    return b" " if len(found.group()) == 1 else found.group()
+_TEXT_ANGLE = re.compile(rb"(?:<[A-Za-z/!?](?:[^<>\"']++|\"[^\"]{0,4096}+\"|'[^']{0,4096}+')*+>"
+                         rb"|[^<>]++|<(?![\s\d=]))*+(>|<(?=[\s\d=])|\Z)")
+"""A ``>`` or ``<`` in text (``info->skip``, a ``'> '`` prompt, ``a < b``: valid HTML that tree-sitter-html
+0.23 rejects), read as a blank: group 1 of a match that first passes over tags (their quoted values may hold
+``>``; bounded, so the scan stays linear), other text, and a ``<`` that starts no tag and no such angle.  A
+match ends at each such angle or at the end, so the scan never starts again from a later byte, and a tag
+costs no call."""
 
 
 _MEMBER_OPERATOR = re.compile(
@@ -459,7 +456,7 @@ GRAMMARS: dict[str, Grammar] = {
                            (_ASSIGNMENT_REDIRECTED, b"_"), (_DOLLAR_ESCAPE, b"_"),
                            (_TWO_SUBSHELLS, _subshells), (_QUOTED_HEREDOC, _blank_body))),
         Grammar("html", "tree_sitter_html", "language", ("-->", '"', "'", ">"),
-                stand_ins=((_XML_DECLARATION, b" "), (_TEMPLATE_TAG, b"_"), (_TAG_OR_ANGLE, _text_angle))),
+                stand_ins=((_XML_DECLARATION, b" "), (_TEMPLATE_TAG, b"_"), (_TEXT_ANGLE, b" "))),
         Grammar("css", "tree_sitter_css", "language", (BLOCK_COMMENT_END, '"', "'"),
                 stand_ins=((_NTH_ARGUMENT, b"2"),), line_strings=_CSS_STRINGS, lenient_strings=True,
                 call_line_end=re.compile(rb";(?=[ \t]*\r?\n)")),

@@ -591,9 +591,11 @@ _BLANKS = b" \t\n\r\x0b\x0c"
 
 
 def _blank_span(out: bytearray, start: int, end: int) -> None:
-    for index in range(start, end):
-        if out[index] not in (10, 13):
-            out[index] = 32
+    out[start:end] = out[start:end].translate(_TO_BLANK)
+
+
+_TO_BLANK = bytes(byte if byte in b"\r\n" else 32 for byte in range(256))
+"""Every byte to a blank but line breaks (``bytes.translate``'s table)."""
 
 
 def _balanced_end(data: bytes, start: int, budget: list[int]) -> int | None:
@@ -606,13 +608,15 @@ def _balanced_end(data: bytes, start: int, budget: list[int]) -> int | None:
 
 def _scan_balanced(data: bytes, start: int, limit: int) -> tuple[int | None, int]:
     """The offset after the ``)`` matching the ``(`` at ``start``, skipping strings and comments; a ``;``
-    only on the line the ``)`` ends (``ASSERT_DEATH(f(); return, "")``), no brace."""
+    only on the line the ``)`` ends (``ASSERT_DEATH(f(); return, "")``), no brace.  The ``(`` between two
+    stops are counted, not stopped at; a line break is a stop once a ``;`` has come."""
     depth, index = 0, start
-    statement = False
+    stops = _SCAN_STOP
     while index < limit:
-        found = _SCAN_STOP.search(data, index, limit)  # the next byte that can matter: the others pass
+        found = stops.search(data, index, limit)  # the next byte that can matter: the others pass
         if found is None:
             return None, limit - start
+        depth += data.count(b"(", index, found.start())
         index = found.start()
         byte = data[index]
         if byte in b"\"'":
@@ -627,22 +631,22 @@ def _scan_balanced(data: bytes, start: int, limit: int) -> tuple[int | None, int
             if close < 0:
                 return None, index - start
             index = close + 1
-        elif byte == 40:
-            depth += 1
         elif byte == 41:
             depth -= 1
             if depth == 0:
                 return index + 1, index + 1 - start
         elif byte == 59:
-            statement = True
-        elif byte in b"{}" or (byte == 10 and statement):
+            stops = _SCAN_STOP_AFTER_STATEMENT
+        elif byte in b"{}" or byte == 10:
             return None, index - start
         index += 1
     return None, index - start
 
 
-_SCAN_STOP = re.compile(rb"[\"'/();{}\n]")
-"""The bytes ``_scan_balanced`` acts on (a ``/`` may open a comment, a line break end a statement)."""
+_SCAN_STOP = re.compile(rb"[\"'/);{}]")
+"""The bytes ``_scan_balanced`` acts on before a ``;`` (a ``/`` may open a comment)."""
+_SCAN_STOP_AFTER_STATEMENT = re.compile(rb"[\"'/);{}\n]")
+"""And after one: a line break ends the statement."""
 
 
 def _blank(line: bytes) -> bytes:
