@@ -220,6 +220,10 @@ def test_a_text_that_ends_inside_a_directive_is_incomplete(prefix: str) -> None:
 @pytest.mark.parametrize("text", [
     "#define LL_MUL32(r, a) { \\\n  _y1 += _y2;   /* can't carry */ \\\n  (r).hi = _y3; \\\n}\nint x;\n",
     "#ifdef __has_include\n#if __has_include(<version>)\n#include <version>\n#endif\n#endif\nint x;\n",
+    # a condition's `?:` (linux/aio_abi.h), a named variadic parameter (linux/netfilter/x_tables.h)
+    "struct iocb {\n#if defined(__BYTE_ORDER) ? __BYTE_ORDER == __LITTLE_ENDIAN : defined(__LITTLE_ENDIAN)\n"
+    "  int aio_key;\n#endif\n};\n",
+    "#define XT_MATCH_ITERATE(type, e, fn, args...) \\\n({ fn(e, ## args); })\nint x;\n",
     # a string a macro in a condition is given (hedley's warning test)
     "#  if JSON_HEDLEY_HAS_WARNING(\"-Wc++98-compat\") && !defined(A)\n#    define B 1\n#  endif\nint x;\n",
     # a quoted header name (glibc's sys/mount.h, fmt's os.h), also on a condition's continued line

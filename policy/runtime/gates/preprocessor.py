@@ -183,10 +183,15 @@ def has_checked_directives(data: bytes) -> bool:
     return _CHECKED_DIRECTIVE.search(data) is not None
 
 
-def _condition_names(text: bytes) -> bytes:
-    """A condition's ``text`` with each header name and string ``_CONDITION_NAME`` finds read as a name of its
-    length."""
-    return _CONDITION_NAME.sub(_as_name, text)
+_CONDITIONAL_OPERATOR = re.compile(rb"\?|(?<!:):(?!:)")
+"""A condition's ``?`` and ``:`` (linux/aio_abi.h's ``#if defined(__BYTE_ORDER) ? __BYTE_ORDER ==
+__LITTLE_ENDIAN : defined(__LITTLE_ENDIAN)``), which tree-sitter-c and -cpp 0.23 do not parse in one."""
+
+
+def _readable_condition(text: bytes) -> bytes:
+    """A condition's ``text`` as tree-sitter reads a condition: each header name and string
+    ``_CONDITION_NAME`` finds read as a name of its length, each ``?`` and ``:`` as ``|``."""
+    return _CONDITIONAL_OPERATOR.sub(b"|", _CONDITION_NAME.sub(_as_name, text))
 
 
 def _as_name(found: re.Match[bytes]) -> bytes:
@@ -207,7 +212,7 @@ def directives_only(data: bytes) -> bytes:
     for line in data.splitlines(keepends=True):
         found = None if continued else _DIRECTIVE.match(line)
         if continued or (found is None and _FUNCTION_DEFINE.match(line)):
-            out.append(_condition_names(line))
+            out.append(_readable_condition(line))
         elif found is None or found.group(1) in (b"else", b"endif"):
             out.append(_blank(line))
             continue
@@ -216,7 +221,7 @@ def directives_only(data: bytes) -> bytes:
             keyword = found.group(1)
             read_as = b"if" + keyword[4:] if keyword.startswith(b"elif") else keyword
             padding = b" " * (len(keyword) - len(read_as))
-            condition = _condition_names(line[found.end(1) :])
+            condition = _readable_condition(line[found.end(1) :])
             out.append(line[: found.start(1)] + read_as + padding + condition)
         continued = line.rstrip(b"\r\n").endswith(b"\\")
     return b"".join(out) + b"\n#endif" * opened + b"\n"
@@ -288,6 +293,20 @@ def _code_after(data: bytes, end: int) -> bytes:
     """The first byte of code from ``end`` on, past blanks and block comments (empty: none)."""
     index = _skip_comments(data, end)
     return data[index : index + 1]
+
+
+_NAMED_VARIADIC = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+\w+\([^()\n]*?\b(\w+)(?=[ \t]*\.\.\.[ \t]*\))",
+                             re.MULTILINE)
+"""GNU C's named variadic parameter (linux/netfilter/x_tables.h's ``#define XT_MATCH_ITERATE(type, e, fn,
+args...)``), which tree-sitter-c and -cpp 0.23 do not parse: group 1 is its name."""
+
+
+def blank_named_variadics(data: bytes) -> bytes:
+    """``data`` with the name of each named variadic parameter (``_NAMED_VARIADIC``) blanked, ``...`` left."""
+    if b"..." not in data:
+        return data
+    return _NAMED_VARIADIC.sub(lambda found: found.group()[: found.start(1) - found.start()]
+                               + b" " * len(found.group(1)), data)
 
 
 def blank_continued_comments(data: bytes) -> bytes:

@@ -66,6 +66,7 @@ from policy.runtime.gates.preprocessor import (
     blank_continued_comments,
     blank_listed_defines,
     blank_macro_calls,
+    blank_named_variadics,
     blank_open_directive,
     directives_only,
     has_checked_directives,
@@ -300,7 +301,7 @@ def _analyse_tree(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any, pa
     if grammar.conditionals and partial and _completes_as_written(tree_parser, grammar, data, tree, errors):
         return "incomplete", []
     if grammar.conditionals:
-        data = blank_continued_comments(data)
+        data = blank_named_variadics(blank_continued_comments(data))
         if partial:
             cut = blank_open_directive(data)
             complete, data = ("incomplete", cut) if cut != data else (complete, data)
