@@ -53,6 +53,11 @@ def status(language: str, text: str, before: str | None = None) -> str:
      "typedef void (GL_APIENTRYP PFNGLPROC) (GLenum texture);\n",
      "GL_APICALL GLenum GL_APIENTRY glCheck (GLenum target;\n"
      "typedef void (GL_APIENTRYP PFNGLPROC) (GLenum texture);\nint x;\n"),
+    # Windows' calling convention before a method's name; one before a function pointer's `*`
+    ("cpp", "class T {\n  static DWORD WINAPI ThreadMain(void* ptr) {\n    return 0;\n  }\n};\n",
+     "class T {\n  static DWORD WINAPI ThreadMain(void* ptr {\n    return 0;\n  }\n};\n"),
+    ("c", "typedef napi_value(NAPI_CDECL* napi_callback)(napi_env env, int b);\nint x;\n",
+     "typedef napi_value(NAPI_CDECL* napi_callback)(napi_env env, int b;\nint x;\n"),
     # a block comment inside a #define's body, more of the body after it
     ("c", "#define F(r, p) \\\n    (g(r, 1 /* asn1 */, 0) && h(r, \"POST\", p))\nint x;\n",
      "#define F(r, p) \\\n    (g(r, 1 /* asn1 */, 0) && h(r, \"POST\", p))\nint x(;\nint y;\n"),

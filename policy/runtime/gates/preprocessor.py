@@ -71,13 +71,17 @@ OSSL_HANDSHAKE_STATE SSL_get_state(``: no calling convention)."""
 _CLASS_MACRO = re.compile(rb"\b(?:class|struct|union)[ \t]+(" + _ALL_CAPS + rb")[ \t]+"
                           rb"(?=[A-Za-z_]\w*\b\s*(?::(?!:)|\{|final\b))")
 """The same in a class head (``class GTEST_API_ Cardinality {``)."""
+_CALLING_CONVENTION = rb"(?:" + _ALL_CAPS + rb"|WINAPI|APIENTRY|CALLBACK|NTAPI|WSAAPI)"
+"""An all-caps macro with an underscore, or one of Windows' calling conventions (``DWORD WINAPI f(``)."""
 _DECLARATOR_MACRO = re.compile(
     rb"(?:(?<=[*&])|(?<=\w[ \t])(?<!\bstruct[ \t])(?<!\bunion[ \t])(?<!\benum[ \t])(?<!\bclass[ \t]))"
-    rb"[ \t]*(" + _ALL_CAPS + rb")(?=\s+[A-Za-z_]\w*[ \t]*\()"
-    rb"|(?<=\()[ \t]*(" + _ALL_CAPS + rb")(?=[ \t]+[A-Za-z_]\w*[ \t]*\)[ \t]*\()")
+    rb"[ \t]*(" + _CALLING_CONVENTION + rb")(?=\s+[A-Za-z_]\w*[ \t]*\()"
+    rb"|(?<=\()[ \t]*(" + _CALLING_CONVENTION + rb")"
+    rb"(?=(?:[ \t]+|[ \t]*\*[ \t]*)[A-Za-z_]\w*[ \t]*\)[ \t]*\()")
 """The same between a function's type and its name (ICU's ``U_CAPI UFormatter* U_EXPORT2`` or ``U_CAPI
-void U_EXPORT2``, then ``ufmt_open(`` on the next line; not after a tag, ``struct NODE_T f(``), or before
-a function pointer's name (``typedef void (GL_APIENTRYP PFNGLPROC) (GLenum t);``): a calling convention,
+void U_EXPORT2``, then ``ufmt_open(`` on the next line; not after a tag, ``struct NODE_T f(``; gtest's
+``static DWORD WINAPI ThreadMain(``), or before a function pointer's name (``typedef void (GL_APIENTRYP
+PFNGLPROC) (GLenum t);``, node's ``typedef napi_value(NAPI_CDECL* napi_callback)(``): a calling convention,
 which expands to an attribute, a ``*`` or nothing."""
 _BEFORE_TYPE = re.compile(rb"(?<![\w.>:])([A-Za-z_]\w*)[ \t]+(?=(?:[A-Za-z_]\w*+[ \t]+){0,3}?"
                           rb"(?:void|char|short|int|long|float|double|signed|unsigned|bool|_Bool)\b)")
