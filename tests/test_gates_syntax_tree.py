@@ -17,6 +17,7 @@ from policy.model.validators import SYNTAX_TREE_LANGUAGES
 from policy.runtime.gates import check_write
 from policy.runtime.gates import grammars as grammars_module
 from policy.runtime.gates.grammars import GRAMMARS, GrammarUnavailable, parser
+from policy.runtime.gates.literal_nesting import nesting_closing
 from policy.runtime.gates.syntax_tree import check_syntax_tree
 
 EXTENSIONS = {"javascript": "js", "typescript": "ts", "tsx": "tsx", "go": "go", "rust": "rs", "java": "java",
@@ -223,6 +224,20 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
 ])
 def test_incomplete_prefixes_of_other_languages(language: str, prefix: str, policy: CompiledPolicy) -> None:
     assert write(policy, f"m.{EXTENSIONS[language]}", prefix).metadata.get("incomplete") is True
+
+
+@pytest.mark.parametrize(("data", "closer", "closing"), [
+    (b"/^[#{ %W(\n  a\n", b"/", b")}/"),                         # a %-literal in a regex's interpolation
+    (b'\n#{c(%Q[\n#{i(%Q[\n<e #{s.join("\\n")} />\n', b"", b"])}])}"),  # a heredoc body: no closer of its own
+    (b'"a #{f(%w[x] ', b'"', b')}"'),  # a literal closed inside, the call's `(` open
+    (b'"a #{f(]', b'"', None),                                     # does not nest as read: the other endings
+    (b'"a %w(', b'"', None),                                       # no interpolation open
+])
+def test_nesting_closing_reads_literals_in_interpolations(data: bytes, closer: bytes,
+                                                          closing: bytes | None) -> None:
+    delimited = GRAMMARS["ruby"].delimited
+    assert delimited is not None
+    assert nesting_closing(data, 1 if closer else 0, delimited, closer) == closing
 
 
 def test_an_error_followed_by_more_text_blocks_even_in_a_prefix(policy: CompiledPolicy) -> None:

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import re
 
-_PAIRS = {b"(": b")", b"[": b"]", b"{": b"}", b"<": b">"}
+PAIRS = {b"(": b")", b"[": b"]", b"{": b"}", b"<": b">"}
+"""A literal's opening bracket → its closing one (``%w(`` … ``)``); any other delimiter closes itself."""
 _INTERPOLATION = b"#{"
 _MARKS = re.compile(rb"\\.|#\{|[()\[\]{}<>|!/^\"'`%]", re.DOTALL)
 """What the scan acts on: an escaped byte, an interpolation's opener, a bracket, a quote, a ``%`` and the
@@ -63,8 +64,8 @@ def nesting_closing(data: bytes, start: int, delimited: re.Pattern[bytes],
                         return None
             elif token == top.opener and top.opener != top.closer:
                 top.depth += 1
-        elif token in _PAIRS and token != b"<":
-            top.append(_PAIRS[token])
+        elif token in PAIRS and token != b"<":
+            top.append(PAIRS[token])
         elif token in b")]}":
             if top:
                 if top.pop() != token:
@@ -80,7 +81,7 @@ def nesting_closing(data: bytes, start: int, delimited: re.Pattern[bytes],
             if opener is not None:
                 delimiter = opener.group(1)
                 interpolates = data[mark.start() + 1] not in _PLAIN_LITERALS
-                stack.append(_Literal(delimiter, _PAIRS.get(delimiter, delimiter), interpolates))
+                stack.append(_Literal(delimiter, PAIRS.get(delimiter, delimiter), interpolates))
                 resume = opener.end()
     if len(stack) == 1:
         return None

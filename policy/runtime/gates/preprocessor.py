@@ -193,12 +193,14 @@ __LITTLE_ENDIAN : defined(__LITTLE_ENDIAN)``), which tree-sitter-c and -cpp 0.23
 
 
 def _readable_condition(text: bytes) -> bytes:
-    """A condition's ``text`` as tree-sitter reads a condition: each header name and string
-    ``_CONDITION_NAME`` finds read as a name of its length, each ``?`` and ``:`` as ``|``."""
+    """A condition's ``text`` (or a line of a directive ``directives_only`` keeps) as tree-sitter reads a
+    condition: each header name and string ``_CONDITION_NAME`` finds read as a name of its length, each ``?``
+    and ``:`` as ``|``."""
     return _CONDITIONAL_OPERATOR.sub(b"|", _CONDITION_NAME.sub(_as_name, text))
 
 
 def _as_name(found: re.Match[bytes]) -> bytes:
+    """What ``_CONDITION_NAME`` found, its header name or string read as a name."""
     tested, name = found.group(1), found.group(2)
     if tested is None and name.startswith(b"<"):  # `a < b && c > d`: no header name
         return found.group()

@@ -60,7 +60,7 @@ from policy.runtime.gates.grammars import (
     StandIn,
     parser,
 )
-from policy.runtime.gates.literal_nesting import nesting_closing
+from policy.runtime.gates.literal_nesting import PAIRS, nesting_closing
 from policy.runtime.gates.preprocessor import (
     blank_conditionals,
     blank_continued_comments,
@@ -765,7 +765,6 @@ _ARMS_REACH = 200
 """How far before a block's opener ``Grammar.arms``' pattern is looked for."""
 
 
-_PAIRS = {b"(": b")", b"[": b"]", b"{": b"}", b"<": b">"}
 
 
 def _delimiter_closing(grammar: Grammar, data: bytes) -> tuple[str, ...]:
@@ -781,7 +780,7 @@ def _delimiter_closing(grammar: Grammar, data: bytes) -> tuple[str, ...]:
     found: list[str] = []
     for opener in reversed(openers):
         delimiter = opener.group(1)
-        closer = _PAIRS.get(delimiter, delimiter)
+        closer = PAIRS.get(delimiter, delimiter)
         depth, scanned = _literal_depth(data, opener.end(), delimiter, closer, opener.end() + budget)
         budget -= scanned
         if depth:
@@ -793,7 +792,7 @@ def _delimiter_closing(grammar: Grammar, data: bytes) -> tuple[str, ...]:
     if found:
         return tuple(found)
     delimiter = openers[-1].group(1)
-    return (_PAIRS.get(delimiter, delimiter).decode(),)
+    return (PAIRS.get(delimiter, delimiter).decode(),)
 
 
 _OPEN_LITERALS = 2
