@@ -229,6 +229,10 @@ def test_a_text_that_ends_inside_a_directive_is_incomplete(prefix: str) -> None:
     "struct iocb {\n#if defined(__BYTE_ORDER) ? __BYTE_ORDER == __LITTLE_ENDIAN : defined(__LITTLE_ENDIAN)\n"
     "  int aio_key;\n#endif\n};\n",
     "#define XT_MATCH_ITERATE(type, e, fn, args...) \\\n({ fn(e, ## args); })\nint x;\n",
+    # a directive quoted in a block comment (glibc's cdefs.h), a `/*` in a string and after `//`
+    "/* Compilers may object to\n       #if defined __has_attribute && __has_attribute (...)\n"
+    "   even so. */\n#if (defined __has_attribute \\\n     && 3 < __clang_major__)\n# define A 1\n#endif\n"
+    "int x;\n",
     # a string a macro in a condition is given (hedley's warning test)
     "#  if JSON_HEDLEY_HAS_WARNING(\"-Wc++98-compat\") && !defined(A)\n#    define B 1\n#  endif\nint x;\n",
     # a quoted header name (glibc's sys/mount.h, fmt's os.h), also on a condition's continued line
@@ -242,6 +246,14 @@ def test_directives_tree_sitter_misreads_are_valid(text: str) -> None:
     lines = text.splitlines(keepends=True)
     assert status("c", text) == "valid"
     assert status("c", text, before="".join(lines[:2])) == "valid"  # an append after the first two lines
+
+
+@pytest.mark.parametrize("text", [
+    'char *s = "/*";\n#if defined(A) && (\n#endif\nint x; /* */\n',  # a `/*` in a string opens no comment
+    "int x; // it's /* no comment\n#if defined(A) && (\n#endif\nint y; /* */\n",  # nor one after `//`
+])
+def test_a_broken_condition_after_a_comment_opener_that_opens_none_is_seen(text: str) -> None:
+    assert status("c", text) == "invalid"
 
 
 CPP_IN_A_C_HEADER = (
