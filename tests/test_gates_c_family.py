@@ -215,6 +215,9 @@ def test_a_type_name_after_a_tag_keyword_is_not_read_as_a_macro() -> None:
 
 @pytest.mark.parametrize("prefix", [
     "int x;\n#if defined(A) || \\\n",                                       # a condition continued
+    # an enum member alone on its line, its value on the next (valgrind's memcheck.h): no macro line
+    "#ifndef M_H\n/* for client (your!) code. */\n   enum {\n      /* don't use it */\n"
+    "      _VG_USERREQ__MEMCHECK_RECORD_OVERLAP_ERROR \n         = VG_USERREQ_TOOL_BASE('M','C') + 256\n",
     "int x;\n#if defined(A) || \\\n    defined(B",                           # not ended yet
     '#ifdef __cplusplus\nextern "C" {\n#endif\n#define F(a) \\\n  { int x = a; \\\n',  # a macro's body
 ])

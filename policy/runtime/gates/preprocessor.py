@@ -384,7 +384,9 @@ def blank_macro_calls(data: bytes) -> bytes:
 
     for found in filter(code, _MACRO_LINE.finditer(data)):
         after = _skip_spaces(data, found.end())
-        if data[after : after + 1] != b"*":  # not a type whose declarator follows (`T\n*f(void);`)
+        # not a type whose declarator follows (`T\n*f(void);`) nor a name given a value on the next line
+        # (valgrind's enum member `_VG_USERREQ__MEMCHECK_RECORD_OVERLAP_ERROR` then `= …`)
+        if data[after : after + 1] not in (b"*", b"="):
             _blank_span(out, found.start(1), found.end(1))
     for found in filter(code, _SPECIFIER_MACRO.finditer(data)):
         if _after_tag(data, found.start()):  # `struct A_B x`: a type
