@@ -35,6 +35,14 @@ def status(language: str, text: str, before: str | None = None) -> str:
      "  bool g() { return a.operator bool(); }\n};\n",
      "struct R {\n  int f(int n) { return *(this->operator+(n); }\n"
      "  bool g() { return a.operator bool(); }\n};\n"),
+    # an export macro before a destructor
+    ("cpp", "class B {\n  FMT_API ~file() noexcept;\n  FMT_CONSTEXPR20 ~memory_buffer() { f(); }\n};\n",
+     "class B {\n  FMT_API ~file() noexcept;\n  FMT_CONSTEXPR20 ~memory_buffer() { f(; }\n};\n"),
+    # a pointer to member applied through a pointer
+    ("cpp", "struct C {\n  auto operator()(int a) const -> decltype((p->*m)(a)) {\n"
+     "    return (obj_ptr->*m)(a);\n  }\n};\n",
+     "struct C {\n  auto operator()(int a) const -> decltype((p->*m)(a)) {\n"
+     "    return (obj_ptr->*m)(a;\n  }\n};\n"),
     # a macro that expands to a string, after a string; a header name in a macro wrapping __has_include
     ("cpp", "#if FMT_HAS_INCLUDE(<version>)\n#  include <version>\n#endif\nvoid f() {\n"
      "  g(P(\"adir\" SEP_ \"b\"), P(\"c\" SEP_));  // it's\n  printf(\"%\" PRIu64 \"\\n\", x);\n}\n",
@@ -45,6 +53,11 @@ def status(language: str, text: str, before: str | None = None) -> str:
      "typedef void (GL_APIENTRYP PFNGLPROC) (GLenum texture);\n",
      "GL_APICALL GLenum GL_APIENTRY glCheck (GLenum target;\n"
      "typedef void (GL_APIENTRYP PFNGLPROC) (GLenum texture);\nint x;\n"),
+    # Windows' calling convention before a method's name; one before a function pointer's `*`
+    ("cpp", "class T {\n  static DWORD WINAPI ThreadMain(void* ptr) {\n    return 0;\n  }\n};\n",
+     "class T {\n  static DWORD WINAPI ThreadMain(void* ptr {\n    return 0;\n  }\n};\n"),
+    ("c", "typedef napi_value(NAPI_CDECL* napi_callback)(napi_env env, int b);\nint x;\n",
+     "typedef napi_value(NAPI_CDECL* napi_callback)(napi_env env, int b;\nint x;\n"),
     # a block comment inside a #define's body, more of the body after it
     ("c", "#define F(r, p) \\\n    (g(r, 1 /* asn1 */, 0) && h(r, \"POST\", p))\nint x;\n",
      "#define F(r, p) \\\n    (g(r, 1 /* asn1 */, 0) && h(r, \"POST\", p))\nint x(;\nint y;\n"),
@@ -202,6 +215,9 @@ def test_a_type_name_after_a_tag_keyword_is_not_read_as_a_macro() -> None:
 
 @pytest.mark.parametrize("prefix", [
     "int x;\n#if defined(A) || \\\n",                                       # a condition continued
+    # an enum member alone on its line, its value on the next (valgrind's memcheck.h): no macro line
+    "#ifndef M_H\n/* for client (your!) code. */\n   enum {\n      /* don't use it */\n"
+    "      _VG_USERREQ__MEMCHECK_RECORD_OVERLAP_ERROR \n         = VG_USERREQ_TOOL_BASE('M','C') + 256\n",
     "int x;\n#if defined(A) || \\\n    defined(B",                           # not ended yet
     '#ifdef __cplusplus\nextern "C" {\n#endif\n#define F(a) \\\n  { int x = a; \\\n',  # a macro's body
 ])
@@ -212,11 +228,35 @@ def test_a_text_that_ends_inside_a_directive_is_incomplete(prefix: str) -> None:
 @pytest.mark.parametrize("text", [
     "#define LL_MUL32(r, a) { \\\n  _y1 += _y2;   /* can't carry */ \\\n  (r).hi = _y3; \\\n}\nint x;\n",
     "#ifdef __has_include\n#if __has_include(<version>)\n#include <version>\n#endif\n#endif\nint x;\n",
+    # a condition's `?:` (linux/aio_abi.h), a named variadic parameter (linux/netfilter/x_tables.h)
+    "struct iocb {\n#if defined(__BYTE_ORDER) ? __BYTE_ORDER == __LITTLE_ENDIAN : defined(__LITTLE_ENDIAN)\n"
+    "  int aio_key;\n#endif\n};\n",
+    "#define XT_MATCH_ITERATE(type, e, fn, args...) \\\n({ fn(e, ## args); })\nint x;\n",
+    # a directive quoted in a block comment (glibc's cdefs.h), a `/*` in a string and after `//`
+    "/* Compilers may object to\n       #if defined __has_attribute && __has_attribute (...)\n"
+    "   even so. */\n#if (defined __has_attribute \\\n     && 3 < __clang_major__)\n# define A 1\n#endif\n"
+    "int x;\n",
+    # a string a macro in a condition is given (hedley's warning test)
+    "#  if JSON_HEDLEY_HAS_WARNING(\"-Wc++98-compat\") && !defined(A)\n#    define B 1\n#  endif\nint x;\n",
+    # a quoted header name (glibc's sys/mount.h, fmt's os.h), also on a condition's continued line
+    "#ifdef __has_include\n# if __has_include (\"linux/mount.h\")\n#  include \"linux/mount.h\"\n"
+    "# endif\n#endif\n",
+    "#ifndef F\n#  if FMT_HAS_INCLUDE(\"w.h\")\n#    include <w.h>\n#  endif\n"
+    "#  if (FMT_HAS_INCLUDE(<fcntl.h>) || \\\n       FMT_HAS_INCLUDE(\"x.h\"))\n#    define F 1\n#  endif\n"
+    "#endif\nint x;\n",
 ])
 def test_directives_tree_sitter_misreads_are_valid(text: str) -> None:
     lines = text.splitlines(keepends=True)
     assert status("c", text) == "valid"
     assert status("c", text, before="".join(lines[:2])) == "valid"  # an append after the first two lines
+
+
+@pytest.mark.parametrize("text", [
+    'char *s = "/*";\n#if defined(A) && (\n#endif\nint x; /* */\n',  # a `/*` in a string opens no comment
+    "int x; // it's /* no comment\n#if defined(A) && (\n#endif\nint y; /* */\n",  # nor one after `//`
+])
+def test_a_broken_condition_after_a_comment_opener_that_opens_none_is_seen(text: str) -> None:
+    assert status("c", text) == "invalid"
 
 
 CPP_IN_A_C_HEADER = (

@@ -17,6 +17,7 @@ from policy.model.validators import SYNTAX_TREE_LANGUAGES
 from policy.runtime.gates import check_write
 from policy.runtime.gates import grammars as grammars_module
 from policy.runtime.gates.grammars import GRAMMARS, GrammarUnavailable, parser
+from policy.runtime.gates.literal_nesting import nesting_closing
 from policy.runtime.gates.syntax_tree import check_syntax_tree
 
 EXTENSIONS = {"javascript": "js", "typescript": "ts", "tsx": "tsx", "go": "go", "rust": "rs", "java": "java",
@@ -222,9 +223,26 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     ("ruby", "def d\n  @content.scan(\n    %r(\n      (?<v>[\\w.]+)\\s* =\n      \\s*rb_(?:\n"),  # `))`, `)`
     ("ruby", "module O\n  class C\n    if !(a &&\n         b)\n      P.merge!(\n        ciphers: %w{\n"
              "          E-A\n"),  # `}`, then the `)` that the tree with the `}` hides in its error
+    ("ruby", "class W\n  TYPE_H = /^[#{ %W(\n    \\u{20A9}\n    \\u{FF61}-\\u{FFBE}\n"),  # `)}/`: a regex's
+    ("ruby", "def t\n  x.each do\n    a(m(<<-EOR))\n#{c(%Q[\n#{i(%Q[\n<e\n"
+             "  #{s.join(\"\\n\")} />\n"),  # `])}])}`, then `EOR`: literals in interpolations in a heredoc
 ])
 def test_incomplete_prefixes_of_other_languages(language: str, prefix: str, policy: CompiledPolicy) -> None:
     assert write(policy, f"m.{EXTENSIONS[language]}", prefix).metadata.get("incomplete") is True
+
+
+@pytest.mark.parametrize(("data", "closer", "closing"), [
+    (b"/^[#{ %W(\n  a\n", b"/", b")}/"),                         # a %-literal in a regex's interpolation
+    (b'\n#{c(%Q[\n#{i(%Q[\n<e #{s.join("\\n")} />\n', b"", b"])}])}"),  # a heredoc body: no closer of its own
+    (b'"a #{f(%w[x] ', b'"', b')}"'),  # a literal closed inside, the call's `(` open
+    (b'"a #{f(]', b'"', None),                                     # does not nest as read: the other endings
+    (b'"a %w(', b'"', None),                                       # no interpolation open
+])
+def test_nesting_closing_reads_literals_in_interpolations(data: bytes, closer: bytes,
+                                                          closing: bytes | None) -> None:
+    delimited = GRAMMARS["ruby"].delimited
+    assert delimited is not None
+    assert nesting_closing(data, 1 if closer else 0, delimited, closer) == closing
 
 
 def test_an_error_followed_by_more_text_blocks_even_in_a_prefix(policy: CompiledPolicy) -> None:
@@ -240,6 +258,7 @@ def test_an_error_followed_by_more_text_blocks_even_in_a_prefix(policy: Compiled
     ("java", "class A {\n  int f() {\n    return 1;\n\n  public int g() {\n", 5),  # a method in a method
     ("go", "package a\n\nfunc f() {\n\tx := g(1\n\t}\n\ty := `a`\n", 4),  # a tail that closes no string
     ("ruby", "def as_json\n  {\n    'o' => options,\n\n  end\n", 5),  # a finished last line: `end` in a hash
+    ("ruby", "class W\n  T = /^[#{ %W(\n    a\n  ).join }]/\n  U = f(1\n  V = 2\n", 5),  # past a `%W(`
     ("css", ':root {\n  --font: a, "Segoe UI, Roboto;\n  --b: 1;\n}\n', 2),  # a line break ends a CSS string
     ("php", "<?php\nclass A {\n  function f() {\n    $x = 1;\n\n  public function g()\n", 6),
     ("typescript", "type P<T> = T extends Z<infer S> ? Z<{\n  a: (1;\n  b: 2;\n", 2),  # `}>` closes no `(`

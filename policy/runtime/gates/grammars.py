@@ -39,6 +39,9 @@ class Grammar:
     """Text that may close a string or comment the text ends inside, tried in order."""
     keywords: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     """A token that opens a block → the one closing it (Ruby's ``def`` … ``end``, shell's ``if`` … ``fi``)."""
+    interpolated: frozenset[str] = frozenset({'"', "`"})
+    """Tails closing a literal that may hold code (``"#{…}"``, Ruby's ``/#{…}/``): an interpolation open in it
+    closes before the tail."""
     quotes: frozenset[str] = frozenset()
     """String delimiters that are tokens of their own (shell's ``"``): closed like brackets, innermost first
     (``"$(a "b" \\`` closes as ``)"``)."""
@@ -256,6 +259,9 @@ _MEMBER_OPERATOR = re.compile(
 """An operator called by name through ``->`` or ``.``, returned or after a condition (``this->operator+(n)``,
 ``a.operator bool()``, ``return operator*();``, ``if (a) operator()<bool>(v);``), which tree-sitter-cpp 0.23
 does not parse."""
+_ARROW_MEMBER_POINTER = re.compile(rb"(?<=[\w)\]])[ \t]*->(\*)(?=[ \t]*[A-Za-z_])")
+"""A pointer to member applied through a pointer (gmock's ``(obj_ptr->*method_ptr)(args...)``), which
+tree-sitter-cpp 0.23 does not parse (``.*`` it does): read as ``->`` and a blank."""
 _DEFAULTED_POINTER = re.compile(rb"(?<=[\w>])[ \t]*(\*)(?=(?:\s|/\*(?:[^*]|\*(?!/)){0,200}\*/)+=(?!=))")
 """An unnamed pointer with a default (``typename std::enable_if<…>::type* = nullptr``, a parameter or a
 template parameter), which tree-sitter-cpp 0.23 does not parse; read without its ``*``."""
@@ -450,13 +456,14 @@ GRAMMARS: dict[str, Grammar] = {
         Grammar("cpp", "tree_sitter_cpp", "language", (*_C_LIKE, ')"'), followers=_CPP_FOLLOWERS,
                 terminator=";", conditionals=True, block_end=b"} _;", call_body=b" {}", angles=True,
                 fillers=(*_TEMPLATE_HEADS, _NEXT_INITIALIZER),
-                stand_ins=((_MEMBER_OPERATOR, b"_"), (_DEFAULTED_POINTER, b" "), (_DECLTYPE_LIST, b"_"),
-                           (_TEMPLATE_MACRO, b"_"), (_BARE_SWITCH, b" "), (_NEW_CONST, b" "),
-                           (_STRING_MACRO, _string_for_macro),
+                stand_ins=((_MEMBER_OPERATOR, b"_"), (_ARROW_MEMBER_POINTER, b" "),
+                           (_DEFAULTED_POINTER, b" "), (_DECLTYPE_LIST, b"_"), (_TEMPLATE_MACRO, b"_"),
+                           (_BARE_SWITCH, b" "), (_NEW_CONST, b" "), (_STRING_MACRO, _string_for_macro),
                            (_TYPENAME_VALUE, b" "), (_REFERENCE_INIT, b" "), (_NEW_POINTER_ARRAY, b" ")),
                 line_strings=_C_STRINGS, statement_lines=True, misread=_CPP_MISREAD),
         Grammar(
             "ruby", "tree_sitter_ruby", "language", ('"', "'", "`", "/", "\n=end\n"),
+            interpolated=frozenset({'"', "`", "/"}),
             keywords=MappingProxyType(dict.fromkeys(_RUBY_BLOCKS, "end")), fillers=(b" = _",),
             modifier_parents=frozenset({"if_modifier", "unless_modifier", "while_modifier", "until_modifier",
                                         "rescue_modifier", "conditional"}),

@@ -26,9 +26,12 @@ _CODE_AFTER = re.compile(rb"[ \t]*[^\s\\]")
 _NOT_NEWLINE = re.compile(rb"[^\r\n]")
 _FUNCTION_DEFINE = re.compile(rb"[ \t]*#[ \t]*define[ \t]+\w+\(")
 """A function-like macro's definition: its parameter list is grammar, its body a token list."""
-_HAS_INCLUDE = re.compile(rb"(?:(?<=__has_include\()|(?<=HAS_INCLUDE\())\s*<[^<>\n]*>")
-"""``__has_include(<version>)``'s header name (also in a macro wrapping it, fmt's
-``FMT_HAS_INCLUDE(<version>)``), which tree-sitter reads as no expression: read as a name."""
+_CONDITION_NAME = re.compile(rb"((?:__has_include|HAS_INCLUDE)[ \t]*\([ \t]*)?"
+                             rb"(<[^<>\n]*>|\"(?:[^\"\\\n]|\\.)*\")")
+"""A header name ``__has_include`` tests in angle brackets (also in a macro wrapping it, fmt's
+``FMT_HAS_INCLUDE(<version>)``), or a string (``__has_include ("linux/mount.h")``, hedley's
+``JSON_HEDLEY_HAS_WARNING("-Wc++98-compat")``): a macro's argument, which tree-sitter reads as no
+expression in a condition: read as a name."""
 _FALSE = re.compile(rb"\s*0\s*(?:/[/*].*)?$")
 _MACRO_NAME = rb"(?:_*[A-Z][A-Z0-9]*_[A-Za-z0-9_]*|_*[A-Z][A-Z0-9]+|__declspec)"
 """An upper-case name, or one with an underscore starting upper-case (``DECLARE_PEM_rw``,
@@ -45,11 +48,12 @@ in its length (without them ``GMOCK_DEFINE_DEFAULT_ACTION_FOR_RETURN_TYPE_(`` wa
 exponentially many ways, and a name then 100,000 blanks took 190 s)."""
 _ALL_CAPS = rb"[A-Z][A-Z0-9]*_[A-Z0-9_]*"
 _SPECIFIER_MACRO = re.compile(rb"(?<![\w.>:])(" + _ALL_CAPS + rb")[ \t]+"
-                              rb"(?=[A-Za-z_]\w*\b[ \t]*(?:[A-Za-z_(*&<]|::"
+                              rb"(?=~[A-Za-z_]\w*[ \t]*\(|[A-Za-z_]\w*\b[ \t]*(?:[A-Za-z_(*&<]|::"
                               rb"|\r?\n[ \t]*[A-Za-z_]\w*[ \t]*\())")
 """An all-caps name with an underscore before a type and a name (``GTEST_API_ void f();``, ``FMT_CONSTEXPR
 inline T f(``, ``GL_API void (*f)(``, libffi's ``FFI_API ffi_status`` then ``ffi_prep_cif (`` on the next
-line, ``FMT_CONSTEXPR typed_node(`` a constructor in its class): an export or attribute macro, which expands
+line, ``FMT_CONSTEXPR typed_node(`` a constructor in its class, ``FMT_API ~buffered_file()`` a destructor): an
+export or attribute macro, which expands
 to a specifier or to nothing; not a type before a function's name at a line's start (``X509_LOOKUP_TYPE
 X509_OBJECT_get_type(``, ``_NAME_CALL``)."""
 _NAME_CALL = re.compile(rb"[ \t]+[A-Za-z_]\w*[ \t]*\(")
@@ -67,13 +71,17 @@ OSSL_HANDSHAKE_STATE SSL_get_state(``: no calling convention)."""
 _CLASS_MACRO = re.compile(rb"\b(?:class|struct|union)[ \t]+(" + _ALL_CAPS + rb")[ \t]+"
                           rb"(?=[A-Za-z_]\w*\b\s*(?::(?!:)|\{|final\b))")
 """The same in a class head (``class GTEST_API_ Cardinality {``)."""
+_CALLING_CONVENTION = rb"(?:" + _ALL_CAPS + rb"|WINAPI|APIENTRY|CALLBACK|NTAPI|WSAAPI)"
+"""An all-caps macro with an underscore, or one of Windows' calling conventions (``DWORD WINAPI f(``)."""
 _DECLARATOR_MACRO = re.compile(
     rb"(?:(?<=[*&])|(?<=\w[ \t])(?<!\bstruct[ \t])(?<!\bunion[ \t])(?<!\benum[ \t])(?<!\bclass[ \t]))"
-    rb"[ \t]*(" + _ALL_CAPS + rb")(?=\s+[A-Za-z_]\w*[ \t]*\()"
-    rb"|(?<=\()[ \t]*(" + _ALL_CAPS + rb")(?=[ \t]+[A-Za-z_]\w*[ \t]*\)[ \t]*\()")
+    rb"[ \t]*(" + _CALLING_CONVENTION + rb")(?=\s+[A-Za-z_]\w*[ \t]*\()"
+    rb"|(?<=\()[ \t]*(" + _CALLING_CONVENTION + rb")"
+    rb"(?=(?:[ \t]+|[ \t]*\*[ \t]*)[A-Za-z_]\w*[ \t]*\)[ \t]*\()")
 """The same between a function's type and its name (ICU's ``U_CAPI UFormatter* U_EXPORT2`` or ``U_CAPI
-void U_EXPORT2``, then ``ufmt_open(`` on the next line; not after a tag, ``struct NODE_T f(``), or before
-a function pointer's name (``typedef void (GL_APIENTRYP PFNGLPROC) (GLenum t);``): a calling convention,
+void U_EXPORT2``, then ``ufmt_open(`` on the next line; not after a tag, ``struct NODE_T f(``; gtest's
+``static DWORD WINAPI ThreadMain(``), or before a function pointer's name (``typedef void (GL_APIENTRYP
+PFNGLPROC) (GLenum t);``, node's ``typedef napi_value(NAPI_CDECL* napi_callback)(``): a calling convention,
 which expands to an attribute, a ``*`` or nothing."""
 _BEFORE_TYPE = re.compile(rb"(?<![\w.>:])([A-Za-z_]\w*)[ \t]+(?=(?:[A-Za-z_]\w*+[ \t]+){0,3}?"
                           rb"(?:void|char|short|int|long|float|double|signed|unsigned|bool|_Bool)\b)")
@@ -179,18 +187,53 @@ def has_checked_directives(data: bytes) -> bool:
     return _CHECKED_DIRECTIVE.search(data) is not None
 
 
+_CONDITIONAL_OPERATOR = re.compile(rb"\?|(?<!:):(?!:)")
+"""A condition's ``?`` and ``:`` (linux/aio_abi.h's ``#if defined(__BYTE_ORDER) ? __BYTE_ORDER ==
+__LITTLE_ENDIAN : defined(__LITTLE_ENDIAN)``), which tree-sitter-c and -cpp 0.23 do not parse in one."""
+
+
+def _readable_condition(text: bytes) -> bytes:
+    """A condition's ``text`` (or a line of a directive ``directives_only`` keeps) as tree-sitter reads a
+    condition: each header name and string ``_CONDITION_NAME`` finds read as a name of its length, each ``?``
+    and ``:`` as ``|``."""
+    return _CONDITIONAL_OPERATOR.sub(b"|", _CONDITION_NAME.sub(_as_name, text))
+
+
+def _as_name(found: re.Match[bytes]) -> bytes:
+    """What ``_CONDITION_NAME`` found, its header name or string read as a name."""
+    tested, name = found.group(1), found.group(2)
+    if tested is None and name.startswith(b"<"):  # `a < b && c > d`: no header name
+        return found.group()
+    return (tested or b"") + b"_" * len(name)
+
+
+_COMMENT_OR_STRING = re.compile(rb"/\*(?:[^*]++|\*(?!/))*+(?:\*/|\Z)|//[^\n]*"
+                                rb"|\"(?:[^\"\\\n]|\\.)*+\"|'(?:[^'\\\n]|\\.)*+'")
+"""A block comment (maybe open to the end), a line comment, or a string or character literal: matched whole,
+so that a ``/*`` in a string or after ``//`` opens no comment."""
+
+
+def _comment_blanked(found: re.Match[bytes]) -> bytes:
+    """What ``_COMMENT_OR_STRING`` found, blanked but for its line breaks if it is a comment."""
+    text = found.group()
+    return text.translate(_TO_BLANK) if text.startswith(b"/*") else text
+
+
 def directives_only(data: bytes) -> bytes:
     """``data`` with all but its ``#if``/``#elif`` lines and function-like ``#define`` lines blanked (an
     ``#elif`` read as an ``#if``) and one ``#endif`` per ``#if`` after the end: the conditions' and
     parameter lists' own errors keep their offsets, and a directive ends at its line's end, whatever the
-    code around it lacks."""
+    code around it lacks.  A line inside a block comment is no directive (glibc's cdefs.h quotes ``#if
+    defined __has_attribute && __has_attribute (...)`` in one)."""
     out: list[bytes] = []
     opened = 0
     continued = False
+    if b"/*" in data:
+        data = _COMMENT_OR_STRING.sub(_comment_blanked, data)
     for line in data.splitlines(keepends=True):
         found = None if continued else _DIRECTIVE.match(line)
         if continued or (found is None and _FUNCTION_DEFINE.match(line)):
-            out.append(line)
+            out.append(_readable_condition(line))
         elif found is None or found.group(1) in (b"else", b"endif"):
             out.append(_blank(line))
             continue
@@ -199,7 +242,7 @@ def directives_only(data: bytes) -> bytes:
             keyword = found.group(1)
             read_as = b"if" + keyword[4:] if keyword.startswith(b"elif") else keyword
             padding = b" " * (len(keyword) - len(read_as))
-            condition = _HAS_INCLUDE.sub(lambda name: b"_" * len(name.group()), line[found.end(1) :])
+            condition = _readable_condition(line[found.end(1) :])
             out.append(line[: found.start(1)] + read_as + padding + condition)
         continued = line.rstrip(b"\r\n").endswith(b"\\")
     return b"".join(out) + b"\n#endif" * opened + b"\n"
@@ -273,6 +316,20 @@ def _code_after(data: bytes, end: int) -> bytes:
     return data[index : index + 1]
 
 
+_NAMED_VARIADIC = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+\w+\([^()\n]*?\b(\w+)(?=[ \t]*\.\.\.[ \t]*\))",
+                             re.MULTILINE)
+"""GNU C's named variadic parameter (linux/netfilter/x_tables.h's ``#define XT_MATCH_ITERATE(type, e, fn,
+args...)``), which tree-sitter-c and -cpp 0.23 do not parse: group 1 is its name."""
+
+
+def blank_named_variadics(data: bytes) -> bytes:
+    """``data`` with the name of each named variadic parameter (``_NAMED_VARIADIC``) blanked, ``...`` left."""
+    if b"..." not in data:
+        return data
+    return _NAMED_VARIADIC.sub(lambda found: found.group()[: found.start(1) - found.start()]
+                               + b" " * len(found.group(1)), data)
+
+
 def blank_continued_comments(data: bytes) -> bytes:
     """``data`` with each block comment that a line continuation follows blanked (``x += 1; /* carry */ \\``
     in a ``#define``), and each one on one line that more code follows on it (``#define F(r) (g(r, 1 /* asn1
@@ -327,7 +384,9 @@ def blank_macro_calls(data: bytes) -> bytes:
 
     for found in filter(code, _MACRO_LINE.finditer(data)):
         after = _skip_spaces(data, found.end())
-        if data[after : after + 1] != b"*":  # not a type whose declarator follows (`T\n*f(void);`)
+        # not a type whose declarator follows (`T\n*f(void);`) nor a name given a value on the next line
+        # (valgrind's enum member `_VG_USERREQ__MEMCHECK_RECORD_OVERLAP_ERROR` then `= …`)
+        if data[after : after + 1] not in (b"*", b"="):
             _blank_span(out, found.start(1), found.end(1))
     for found in filter(code, _SPECIFIER_MACRO.finditer(data)):
         if _after_tag(data, found.start()):  # `struct A_B x`: a type

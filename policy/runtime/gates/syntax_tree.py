@@ -60,11 +60,13 @@ from policy.runtime.gates.grammars import (
     StandIn,
     parser,
 )
+from policy.runtime.gates.literal_nesting import PAIRS, nesting_closing
 from policy.runtime.gates.preprocessor import (
     blank_conditionals,
     blank_continued_comments,
     blank_listed_defines,
     blank_macro_calls,
+    blank_named_variadics,
     blank_open_directive,
     directives_only,
     has_checked_directives,
@@ -299,7 +301,7 @@ def _analyse_tree(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any, pa
     if grammar.conditionals and partial and _completes_as_written(tree_parser, grammar, data, tree, errors):
         return "incomplete", []
     if grammar.conditionals:
-        data = blank_continued_comments(data)
+        data = blank_named_variadics(blank_continued_comments(data))
         if partial:
             cut = blank_open_directive(data)
             complete, data = ("incomplete", cut) if cut != data else (complete, data)
@@ -594,7 +596,7 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
     for tail in dict.fromkeys((*grammar.tails, *raw, *delimited, *comment)):
         if tail not in (*raw, *delimited, *comment) and _open_token_start(tail, data) is None:
             continue  # the text cannot end inside what this tail closes
-        if tail in _QUOTE_TAILS:
+        if tail in grammar.interpolated:
             yield from _interpolation_ending(tree_parser, grammar, data, opened, tail)
         tail_tree = _parse_appended(tree_parser, data, tree, tail.encode(), closes_token=True)
         # a raw string open at the end is no token to a tree in error recovery: its opener tells
@@ -633,8 +635,6 @@ def _operand_before(data: bytes, start: int | None) -> bool:
     return index > 0 and data[index - 1] in _OPERAND_EXPECTED
 
 
-_QUOTE_TAILS = frozenset({'"', "`"})
-"""Tails closing a string that may hold code (Ruby's ``"#{…}"``)."""
 _INTERPOLATIONS = (b"#{", b"${")
 
 
@@ -644,13 +644,22 @@ def _interpolation_ending(tree_parser: Any, grammar: Grammar, data: bytes, opene
     block in it spanning lines: ``"< #{a.map{|e|`` closes as ``}}"``), then ``tail``, then what is open
     around the string; nothing unless an interpolation is open in the string."""
     start = _open_token_start(tail, data)
-    inside = [entry for entry in opened if start is not None and entry[1] > start]
-    if not inside or not data.startswith(_INTERPOLATIONS, inside[0][1]):
+    if start is None:
         return
-    head = _closing(inside, grammar, terminated=False) + tail.encode()
-    tree = tree_parser.parse(data + head)
-    if _closes_open_token(tree, len(data), len(data) + len(head)):
-        yield head + closers(tree, grammar), True, False
+    heads = []
+    if grammar.delimited is not None:  # literals the tree cannot see may be open in it (`/[#{ %W(`)
+        nested = nesting_closing(data, start + 1, grammar.delimited, tail.encode())
+        if nested is not None:
+            heads.append(nested)
+    inside = [entry for entry in opened if entry[1] > start]
+    if inside and data.startswith(_INTERPOLATIONS, inside[0][1]):
+        head = _closing(inside, grammar, terminated=False) + tail.encode()
+        if head not in heads:
+            heads.append(head)
+    for head in heads:
+        tree = tree_parser.parse(data + head)
+        if _closes_open_token(tree, len(data), len(data) + len(head)):
+            yield head + closers(tree, grammar), True, False
 
 
 _HEREDOC_SCAN = 256
@@ -706,6 +715,10 @@ def _heredoc_endings(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any,
     heads = [b""]
     if inside:
         heads += [inside, FILLERS[0] + inside] if operand else [inside]
+    if body and grammar.delimited is not None and opener.group(1) != b"'":  # `#{f(%Q[` … in the body
+        nested = nesting_closing(data, body, grammar.delimited)
+        if nested is not None and nested not in heads:
+            heads.append(nested)
     line = data[opener.end() : body].rstrip() if body else b""
     fillers = (b"", b";", FILLERS[0]) if line[-1:] and line[-1] in _OPERAND_EXPECTED else (b"", b";")
     for head in heads:
@@ -759,7 +772,6 @@ _ARMS_REACH = 200
 """How far before a block's opener ``Grammar.arms``' pattern is looked for."""
 
 
-_PAIRS = {b"(": b")", b"[": b"]", b"{": b"}", b"<": b">"}
 
 
 def _delimiter_closing(grammar: Grammar, data: bytes) -> tuple[str, ...]:
@@ -775,7 +787,7 @@ def _delimiter_closing(grammar: Grammar, data: bytes) -> tuple[str, ...]:
     found: list[str] = []
     for opener in reversed(openers):
         delimiter = opener.group(1)
-        closer = _PAIRS.get(delimiter, delimiter)
+        closer = PAIRS.get(delimiter, delimiter)
         depth, scanned = _literal_depth(data, opener.end(), delimiter, closer, opener.end() + budget)
         budget -= scanned
         if depth:
@@ -787,7 +799,7 @@ def _delimiter_closing(grammar: Grammar, data: bytes) -> tuple[str, ...]:
     if found:
         return tuple(found)
     delimiter = openers[-1].group(1)
-    return (_PAIRS.get(delimiter, delimiter).decode(),)
+    return (PAIRS.get(delimiter, delimiter).decode(),)
 
 
 _OPEN_LITERALS = 2
