@@ -169,6 +169,11 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     ("typescript", "export type O = {\n  p: P | ((arg0: {\n    popper: Rect;\n"),  # `}) => _)}`
     ("typescript", "export type H = (ctx: {\n  z: T;\n  /** The error, e.g. an `undefined`\n"),  # `*/}) => _`
     ("typescript", "type Q<T> = T extends []\n  ? []\n  : T extends A<\n    O<\n      infer D,\n"),  # `>> ?`
+    *((language, "function f(c) {\n  if (c)\n    for (\n      i === c.e &&\n        (d = !0),\n")  # `;;)`
+      for language in ("javascript", "typescript")),
+    ("javascript", "function f() {\n  for (\n    let i = 0;\n    i < g(\n      a,\n"),  # `_);) {}}`
+    ("typescript", "export namespace u {\n  type I<T> = (T extends U ? (k: T) => void : never) extends (\n"
+                   "    k: infer I\n"),  # `) => _ ? _ : _}`
     ("shell", 'if test -z "$a" || {\n\ttest "$b" = x &&\n\ttest ! -f "$c" 2>/dev/null\n'),  # `}`, then `then`
     ("shell", "if case $o in\n  (a | b)\n    :;;\n  (*)\n    eval x;;\n"),  # `esac`, then `then`
     ("shell", "while\n  echo a\n  for i in 1 2\n  do\n    b\n"),  # the `for`'s `do`, not the `while`'s
@@ -310,6 +315,16 @@ def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str
      "type M<T> = {\n  <R extends string>(path: R): T\n  <F = H>(path: (P): T\n}\nconst a = 1;\n"),
     ("typescript", 'export type * from "./fp/types.ts";\nexport const a = 1;\n',    # TS 5.0
      'export type * from "./fp/types.ts";\nexport const a = (1;\nexport const b = 2;\n'),
+    ("typescript", "interface R<T> {\n  readonly [S.u]: {\n    [K in keyof readonly any[]]?: 1;\n  };\n}\n",
+     "interface R<T> {\n  readonly [S.u]: {\n    [K in keyof readonly any[]]?: (1;\n  };\n}\nconst a = 1;\n"),
+    ("typescript", 'declare module "d" {\n  export default function (\n    t: string\n  ): string;\n}\n',
+     'declare module "d" {\n  export default function (\n    t: (string\n  ): string;\n}\nconst a = 1;\n'),
+    ("typescript", "export default function <T>(a: T): T;\nexport default function (a: A): A {\n  a;\n}\n",
+     "export default function <T>(a: T): T;\nexport default function (a: A): A {\n  (a;\n}\n"),
+    ("javascript", "export { anyType as any, functionType as function,\n  nullType as null };\n",  # names
+     "export { anyType as any, functionType as function,\n  nullType as null };\nconst a = (1;\nf();\n"),
+    ("javascript", 'import { function as f, default as g } from "x";\nexport { f as if } from "y";\n',
+     'import { function as f, default as g } from "x";\nexport { f as if } from "y";\nf(;\ng();\n'),
     ("shell", "t=`m`\nx=`\n  echo a\n`\necho \"$x\"\n",                  # `=`, then a backtick ending a line
      "t=`m`\nx=`\n  echo a\n`\necho )\necho ok\n"),
     ("html", '<a class="nav" href="{{< docsref "/components/navbar" >}}">Navbar</a>\n',  # a Hugo shortcode

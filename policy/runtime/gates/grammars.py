@@ -111,7 +111,8 @@ class Grammar:
     so the valid path stays one parse)."""
     parameter_types: bool = False
     """The innermost parameter list among the closers may be a function type's, waiting for ``=> T``
-    (``f: <T>(`` …, ``(ctx: {`` …), and type parameters last among the angle brackets a method's, waiting
+    (``f: <T>(`` …, ``(ctx: {`` …; also then for ``? T : U``, the type a conditional type extends: ``T extends
+    (\n  k: infer I``), and type parameters last among the angle brackets a method's, waiting
     for ``(): T;`` (TypeScript)."""
     angles: bool = False
     """``<`` … ``>`` of type arguments are brackets too: closed in a second try, since a ``<`` in a broken
@@ -120,6 +121,10 @@ class Grammar:
     """A keyword whose header waits for a block (Go's ``if``) → the blocks a completion tries, each written
     after the brackets opened since the last such keyword whose block has not opened, before the rest (``if
     err := f(T{`` closes as ``}); _ {}}``)."""
+    clauses: Mapping[str, tuple[bytes, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    """A keyword whose parenthesized header holds clauses and is followed by a statement (JavaScript's ``for
+    (``) → what a header cut inside its parentheses may still lack before its ``)``, each tried followed by
+    the ``)`` and a block (``for (\n  i = 0,`` closes as `` _;;) {}``, ``for (\n  x of y`` as ``) {}``)."""
     type_bodies: frozenset[str] = frozenset()
     """Nodes or tokens after (or in) which a ``{`` opens a type's body (Go's ``struct {``), not a header's
     block; the outermost still open closes, in one more try, followed by ``type_literal`` (``x := []struct {``
@@ -190,6 +195,14 @@ _NTH_ARGUMENT = re.compile(rb":nth-(?:last-)?(?:child|of-type)\(([^()\n]*)\)")
 _JS_ENDINGS = (b" => {}", b" from ''")
 """An arrow function's parameters waiting for ``=> body``; an import list (``import {\n  A,``) waiting for
 ``from``."""
+_JS_RESERVED = (rb"(?:break|case|catch|class|const|continue|debugger|delete|do|else|export|extends|false"
+                rb"|finally|for|function|if|import|in|instanceof|new|null|return|super|switch|this|throw|true"
+                rb"|try|typeof|var|void|while|with)")
+_EXPORTED_KEYWORD = re.compile(rb"\bas\s+(" + _JS_RESERVED + rb")(?=\s*[,}])")
+_IMPORTED_KEYWORD = re.compile(rb"(?<=[{,])\s*(" + _JS_RESERVED + rb")(?=\s+as\b)")
+"""A reserved word as a name an import or export clause gives or takes (``export { f as function, n as null
+}``, zod's v3/types.js; ``import { function as f } from``), which any name may be and tree-sitter-javascript
+0.23 rejects: read as ``_`` of its length."""
 _VARIANCE = re.compile(rb"[<,](?:\s|/\*(?:[^*]|\*(?!/)){0,400}\*/)*((?:in|out)(?:\s+out)?)\s+(?=[A-Za-z_$])")
 """A type parameter's variance (``interface A<in T>``, ``<in out T>``, a comment before it; TypeScript 4.7),
 which tree-sitter-typescript 0.23 does not know: read as blanks."""
@@ -201,7 +214,21 @@ the type before: the line's first blank read as ``;``."""
 _EXPORT_TYPE_ALL = re.compile(rb"\bexport\s+(type)\s+\*")
 """``export type * from "./t"`` (TypeScript 5.0), which tree-sitter-typescript 0.23 does not know: read as
 ``export *``."""
-_TS_STAND_INS = ((_IMPORT_TYPE, b"_"), (_VARIANCE, b" "), (_EXPORT_TYPE_ALL, b" "))
+_KEYOF_READONLY = re.compile(rb"\bkeyof\s+(readonly)(?=\s)")
+"""``keyof readonly any[]``, the keys of a read-only array type, which tree-sitter-typescript 0.23 does not
+parse (it does ``keyof (readonly any[])``): read without the ``readonly``."""
+_DEFAULT_FUNCTION = re.compile(rb"\bdefault[ \t]+function[ \t]*(?=[(<])")
+"""``export default function (a: T): R;``, an anonymous default function's overload signature (a
+declaration file's), which tree-sitter-typescript 0.23 parses only with a name: read as ``function _____(``,
+the ``default`` given up for the name."""
+
+
+def _named_function(found: re.Match[bytes]) -> bytes:
+    return b"function " + b"_" * (len(found.group()) - len(b"function "))
+
+
+_TS_STAND_INS = ((_IMPORT_TYPE, b"_"), (_VARIANCE, b" "), (_EXPORT_TYPE_ALL, b" "), (_KEYOF_READONLY, b" "),
+                 (_DEFAULT_FUNCTION, _named_function))
 _TYPESCRIPT_STAND_INS = (*_TS_STAND_INS, (_CALL_SIGNATURE_LINE, b";"))
 """In ``.ts`` only: in TSX a line may start a JSX element."""
 _TS_ENDINGS = (*_JS_ENDINGS, b" ? _ : _")
@@ -393,6 +420,8 @@ _GO_LITERALS = frozenset({"}", "struct_type", "slice_type", "array_type", "impli
 the ``if``'s block, as Go reads it)."""
 _C_FOLLOWERS = MappingProxyType(_DO_WHILE)
 _CPP_FOLLOWERS = MappingProxyType({"try": (frozenset({"catch"}), " catch (...) {}"), **_DO_WHILE})
+_FOR_CLAUSES = MappingProxyType({"for": (b";;", b";", b"")})
+"""A ``for (`` header cut in its first, second or last clause (or in a ``for … of``)."""
 _JS_TAILS = (BLOCK_COMMENT_END, "`", '"', "'")
 _TEMPLATE_QUOTES = frozenset({"`"})
 """A template literal's backtick, closed like a bracket: a text cut inside a ``${`` that spans lines closes
@@ -402,14 +431,15 @@ GRAMMARS: dict[str, Grammar] = {
     grammar.name: grammar
     for grammar in (
         Grammar("javascript", "tree_sitter_javascript", "language", _JS_TAILS, followers=_JS_FOLLOWERS,
-                endings=_JS_ENDINGS, headers=_JS_HEADERS, quotes=_TEMPLATE_QUOTES),
+                endings=_JS_ENDINGS, headers=_JS_HEADERS, quotes=_TEMPLATE_QUOTES, clauses=_FOR_CLAUSES,
+                stand_ins=((_EXPORTED_KEYWORD, b"_"), (_IMPORTED_KEYWORD, b"_"))),
         Grammar("typescript", "tree_sitter_typescript", "language_typescript", _JS_TAILS,
                 followers=_JS_FOLLOWERS, endings=_TS_ENDINGS, fillers=_TYPE_ARGUMENTS,
                 stand_ins=_TYPESCRIPT_STAND_INS, angles=True, parameter_types=True, headers=_TS_HEADERS,
-                quotes=_TEMPLATE_QUOTES),
+                quotes=_TEMPLATE_QUOTES, clauses=_FOR_CLAUSES),
         Grammar("tsx", "tree_sitter_typescript", "language_tsx", _JS_TAILS, followers=_JS_FOLLOWERS,
                 endings=_TS_ENDINGS, fillers=_TYPE_ARGUMENTS, stand_ins=_TS_STAND_INS, angles=True,
-                parameter_types=True, headers=_TS_HEADERS, quotes=_TEMPLATE_QUOTES),
+                parameter_types=True, headers=_TS_HEADERS, quotes=_TEMPLATE_QUOTES, clauses=_FOR_CLAUSES),
         Grammar("go", "tree_sitter_go", "language", (*_C_LIKE, "`"), terminator="\n", headers=_GO_HEADERS,
                 type_bodies=_GO_TYPE_BODIES, type_literal=b"{}", literals=_GO_LITERALS),
         Grammar("rust", "tree_sitter_rust", "language", _C_LIKE, nested_comments=True, terminator=";",

@@ -572,6 +572,8 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
     if grammar.parameter_types:
         if b")" in close:
             yield _function_type(close), False, False  # `f: <T>(` …, `(ctx: {` …: a function type
+            # `T extends (\n  k: infer I` …: the function type a conditional type extends, waiting for `? :`
+            yield _function_type(close, _CONDITIONAL_TYPE), False, False
         if angled != close:
             last = angled.rfind(b">") + 1
             yield angled[:last] + b"(): _;" + angled[last:], False, False  # `m<T extends X<{` … : a method's
@@ -742,10 +744,15 @@ def _block_end_variants(grammar: Grammar, opened: list[tuple[str, int]],
         yield bare[:end] + grammar.call_body + bare[end:].replace(b"}", grammar.block_end), False, False
 
 
-def _function_type(close: bytes) -> bytes:
-    """The closers with `` => _`` after their first ``)``: the parameter list it closes a function type's."""
+def _function_type(close: bytes, rest: bytes = b"") -> bytes:
+    """The closers with `` => _`` (then ``rest``) after their first ``)``: the parameter list it closes a
+    function type's."""
     end = close.index(b")") + 1
-    return close[:end] + b" => _" + close[end:]
+    return close[:end] + b" => _" + rest + close[end:]
+
+
+_CONDITIONAL_TYPE = b" ? _ : _"
+"""The rest of a conditional type after the type it extends."""
 
 
 def _arm_ending(grammar: Grammar, data: bytes, opened: list[tuple[str, int]]) -> bytes:
@@ -965,13 +972,20 @@ def closers(tree: Any, grammar: Grammar, angles: bool = False) -> bytes:
 
 def _block_endings(opened: _Opened, grammar: Grammar) -> Iterator[bytes]:
     """Closers that write what a type's body or a header still waits for: the outermost type's body open
-    followed by its literal (``Grammar.type_bodies``); a block after the closers opened since the last header
-    still waiting for one (``Grammar.headers``), one ending per block its keyword may take, those closers
-    also with the literal."""
+    followed by its literal (``Grammar.type_bodies``); the innermost header of clauses still open closed with
+    each of its keyword's clauses, then a block (``Grammar.clauses``); a block after the closers opened since
+    the last header still waiting for one (``Grammar.headers``), one ending per block its keyword may take,
+    those closers also with the literal."""
     entries = opened.entries
     literal = next((index for index, (_, at) in enumerate(entries) if at in opened.type_bodies), None)
     if literal is not None:
         yield _closing(entries, grammar, literal)
+    header = max((index for index, (_, at) in enumerate(entries) if at in opened.clause_headers),
+                 default=None)
+    if header is not None:
+        inside, after = _closing(entries[header + 1 :], grammar), _closing(entries[:header], grammar)
+        for clause in grammar.clauses[opened.clause_headers[entries[header][1]]]:
+            yield inside + clause + b") {}" + after
     last = max((index for index, (entry, _) in enumerate(entries) if entry in grammar.headers), default=None)
     if last is None:
         return
@@ -1096,7 +1110,7 @@ class _PlainTokens:
     """The tracked leaf types ``_open`` acts on itself, without ``_track``'s chain of tests: those whose
     action there depends on nothing but their type (and, for a keyword, its parent's), or on the top of the
     stack alone (a quote, a pattern's ``)``).  ``_track`` keeps the rest: a follower's keyword, a header's
-    ``{``, a tag's ``>``."""
+    ``{``, the ``(`` of a header of clauses, a tag's ``>``."""
 
     openers: dict[str, str]
     """A bracket that always opens → the closer pushed."""
@@ -1119,6 +1133,8 @@ def _plain_tokens(name: str) -> _PlainTokens:
                *(kind for entry in grammar.followers.values() for kind in entry[0])}
     if grammar.headers or grammar.type_bodies:
         special.add("{")
+    if grammar.clauses:
+        special.add("(")  # `_track` notes a header of clauses it opens
     taken = {*special, *grammar.quotes, *grammar.keywords}
     pattern_end = ")" if grammar.pattern_starts and ")" not in taken else ""
     if grammar.pattern_starts:
@@ -1153,6 +1169,8 @@ class _Opened:
         self._counts: dict[str, int] = {}
         self.type_bodies: set[int] = set()
         """Where each ``{`` opening a type's body is (``Grammar.type_bodies``)."""
+        self.clause_headers: dict[int, str] = {}
+        """Where each ``(`` opening a header of clauses is, and its keyword (``Grammar.clauses``)."""
 
     def push(self, entry: str, at: int) -> None:
         self.entries.append((entry, at))
@@ -1240,6 +1258,8 @@ def _track(opened: _Opened, node: Any, parent: Any, previous: Any, grammar: Gram
         else:
             opened.push(kind, node.start_byte)
     elif kind in _OPENERS:
+        if previous is not None and previous.type in grammar.clauses and kind == "(":
+            opened.clause_headers[node.start_byte] = previous.type
         opened.push(_OPENERS[kind], node.start_byte)
     elif kind in _CLOSERS or kind in grammar.keywords.values():
         opened.close(kind)
