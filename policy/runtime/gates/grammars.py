@@ -224,6 +224,7 @@ the ``default`` given up for the name."""
 
 
 def _named_function(found: re.Match[bytes]) -> bytes:
+    """``default function (`` read as ``function _____(``: a name as long as ``default`` and its blanks."""
     return b"function " + b"_" * (len(found.group()) - len(b"function "))
 
 
