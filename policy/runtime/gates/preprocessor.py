@@ -207,29 +207,26 @@ def _as_name(found: re.Match[bytes]) -> bytes:
     return (tested or b"") + b"_" * len(name)
 
 
-_COMMENT_OR_STRING = re.compile(rb"/\*(?:[^*]++|\*(?!/))*+(?:\*/|\Z)|//[^\n]*"
-                                rb"|\"(?:[^\"\\\n]|\\.)*+\"|'(?:[^'\\\n]|\\.)*+'")
-"""A block comment (maybe open to the end), a line comment, or a string or character literal: matched whole,
-so that a ``/*`` in a string or after ``//`` opens no comment."""
-
-
 def _comment_blanked(found: re.Match[bytes]) -> bytes:
-    """What ``_COMMENT_OR_STRING`` found, blanked but for its line breaks if it is a comment."""
+    """A comment or string the language's pattern found, blanked but for its line breaks if it is a block
+    comment."""
     text = found.group()
     return text.translate(_TO_BLANK) if text.startswith(b"/*") else text
 
 
-def directives_only(data: bytes) -> bytes:
+def directives_only(data: bytes, literals: re.Pattern[bytes] | None) -> bytes:
     """``data`` with all but its ``#if``/``#elif`` lines and function-like ``#define`` lines blanked (an
     ``#elif`` read as an ``#if``) and one ``#endif`` per ``#if`` after the end: the conditions' and
     parameter lists' own errors keep their offsets, and a directive ends at its line's end, whatever the
     code around it lacks.  A line inside a block comment is no directive (glibc's cdefs.h quotes ``#if
-    defined __has_attribute && __has_attribute (...)`` in one)."""
+    defined __has_attribute && __has_attribute (...)`` in one): ``literals``, the language's comments and
+    strings matched whole (``Grammar.line_strings``), find the comments, so that a ``/*`` in a string or
+    after ``//`` opens none."""
     out: list[bytes] = []
     opened = 0
     continued = False
-    if b"/*" in data:
-        data = _COMMENT_OR_STRING.sub(_comment_blanked, data)
+    if literals is not None and b"/*" in data:
+        data = literals.sub(_comment_blanked, data)
     for line in data.splitlines(keepends=True):
         found = None if continued else _DIRECTIVE.match(line)
         if continued or (found is None and _FUNCTION_DEFINE.match(line)):

@@ -306,7 +306,8 @@ def _analyse_tree(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any, pa
             cut = blank_open_directive(data)
             complete, data = ("incomplete", cut) if cut != data else (complete, data)
         if has_checked_directives(data):
-            conditions = [site for site in error_sites(tree_parser.parse(directives_only(data)))
+            directives = directives_only(data, grammar.line_strings)
+            conditions = [site for site in error_sites(tree_parser.parse(directives))
                           if site.start < len(data)]
         data = blank_macro_calls(blank_listed_defines(blank_conditionals(data, grammar.foreign)))
     if grammar.stand_ins or grammar.conditionals:
