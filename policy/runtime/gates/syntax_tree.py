@@ -343,7 +343,7 @@ def _completes_as_written(tree_parser: Any, grammar: Grammar, data: bytes, tree:
     last_line = data.rfind(b"\n", 0, len(content)) + 1
     if any(site.end < last_line for site in errors) or _line_broken_strings(grammar, data):
         return False
-    operand = bool(content) and content[-1] in _OPERAND_EXPECTED  # `int x = (` closes as ` _)`
+    operand = _expects_operand(content)  # `int x = (` closes as ` _)`
     ending = (FILLERS[0] if operand else b"") + closers(tree, grammar)
     completed = _parse_appended(tree_parser, data, tree, ending) if ending else tree
     return not (_standing(data, completed, False, grammar) or _unclosed_calls(grammar, data, completed))
@@ -555,8 +555,7 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
     close = plain_close = _closing(opened, grammar)
     # a statement cut before its `;`: `$t = $a['x']` closes as `;}`, `$a = f(\n  1,` as `);`
     statement_end = (grammar.terminator.encode(),) if grammar.terminator else ()
-    content = data.rstrip()
-    operand = bool(content) and content[-1] in _OPERAND_EXPECTED  # an operator or opener ends the text
+    operand = _expects_operand(data.rstrip())  # an operator or opener ends the text
     if operand:
         yield FILLERS[0] + close, False, False
     for filler in (b"", *FILLERS, *grammar.fillers, *statement_end):
@@ -605,8 +604,10 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
             tail_state = _open(tail_tree, grammar)
             close = _closing(tail_state.entries, grammar)
             yield tail.encode() + close, True, False
-            if tail in _TAIL_OPENERS and _operand_before(data, _open_token_start(tail, data)):
-                yield tail.encode() + FILLERS[0] + close, True, False  # `a,` then a comment: `*/ _}`
+            if tail in _TAIL_OPENERS:  # `a,` then a comment: `*/ _}`
+                before = data[: _open_token_start(tail, data) or 0].rstrip(b" \t\r\n")
+                if _expects_operand(before):
+                    yield tail.encode() + FILLERS[0] + close, True, False
             if close != plain_close:  # the tree with the tail may hide a bracket in its error (`f(`, `%w{`)
                 yield tail.encode() + plain_close, True, False
             # `range []struct {` … `{"a", \`` closes as `\`}}{} {}}`: the literal, then the header's block
@@ -627,13 +628,10 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
                 yield from _heredoc_endings(tree_parser, grammar, data, tree, opened, opener, operand)
 
 
-def _operand_before(data: bytes, start: int | None) -> bool:
-    """Whether the code before ``start`` (past blanks) ends expecting an operand (``recal,`` then a comment
-    opening at ``start``)."""
-    index = start or 0
-    while index > 0 and data[index - 1] in b" \t\r\n":
-        index -= 1
-    return index > 0 and data[index - 1] in _OPERAND_EXPECTED
+def _expects_operand(content: bytes) -> bool:
+    """Whether code stripped of its trailing blanks ends expecting an operand (an operator or an opener:
+    ``x = (``, ``recal,`` before a comment, ``f(<<-End),`` before a heredoc's body)."""
+    return bool(content) and content[-1] in _OPERAND_EXPECTED
 
 
 _INTERPOLATIONS = (b"#{", b"${")
@@ -721,7 +719,7 @@ def _heredoc_endings(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any,
         if nested is not None and nested not in heads:
             heads.append(nested)
     line = data[opener.end() : body].rstrip() if body else b""
-    fillers = (b"", b";", FILLERS[0]) if line[-1:] and line[-1] in _OPERAND_EXPECTED else (b"", b";")
+    fillers = (b"", b";", FILLERS[0]) if _expects_operand(line) else (b"", b";")
     for head in heads:
         ended = _parse_appended(tree_parser, data, tree, head + terminator, closes_token=True)
         close = closers(ended, grammar)
