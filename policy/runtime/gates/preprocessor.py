@@ -575,7 +575,6 @@ def _skip_spaces(data: bytes | bytearray, index: int) -> int:
     return index
 
 
-
 def _skip_comments(data: bytes, index: int) -> int:
     """``_skip_spaces``, and past block comments between the blanks."""
     index = _skip_spaces(data, index)

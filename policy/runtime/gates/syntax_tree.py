@@ -85,9 +85,9 @@ _ANGLES_CLOSED = frozenset({">", ">>", ">>>"})
 _VOID_ELEMENTS = frozenset(f"</{name}>" for name in (
     "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"))
 FILLERS = (b" _", b" _;", b" : _", b" {}")
+"""Text tried after an unfinished statement (``x =``, ``a ?`` …, a declaration header with no body)."""
 _OPERAND_EXPECTED = frozenset(b"([{,=+-*/%&|^!<>?:")
 """The last byte of a text cut before an operand (``x = (``): the filler `` _`` is tried first."""
-"""Text tried after an unfinished statement (``x =``, ``a ?`` …, a declaration header with no body)."""
 _CLOSED_KINDS = ("string", "comment", "heredoc", "template", "text_block", "raw", "quote", "attribute_value",
                  "regex", "symbol_array")
 _SNIPPET_TEXT = 30
@@ -769,8 +769,6 @@ def _arm_ending(grammar: Grammar, data: bytes, opened: list[tuple[str, int]]) ->
 
 _ARMS_REACH = 200
 """How far before a block's opener ``Grammar.arms``' pattern is looked for."""
-
-
 
 
 def _delimiter_closing(grammar: Grammar, data: bytes) -> tuple[str, ...]:
