@@ -422,6 +422,46 @@ def blank_open_directive(data: bytes) -> bytes:
     return bytes(out)
 
 
+def blank_open_call(data: bytes) -> bytes:
+    """``data`` with the macro call it ends inside blanked from its name on (a statement's, gmock's
+    ``MOCK_METHOD(void, Push, (const T& e),``), or the arguments of a macro wrapping a declarator it ends
+    inside (glibc's ``extern int __REDIRECT_NTH (timerfd_settime,`` then ``(int __ufd,``): the rest of the
+    call is still to come, and its arguments are token lists, no code the text leaves open.  Only where no
+    ``;`` or brace follows the call's ``(``."""
+    after = max(data.rfind(b";"), data.rfind(b"{"), data.rfind(b"}")) + 1
+    call = _MACRO_CALL.search(data, after)
+    if call is not None and _open_to_end(data, call.end() - 1) and _after_statement(data, call.start(1)):
+        return _blanked_from(data, call.start(1))
+    wrapper = _DECLARATOR_WRAPPER.search(data, after)
+    if wrapper is not None and _open_to_end(data, wrapper.start(3)) \
+            and (wrapper.group(1) in _BASIC_TYPES or wrapper.group(1) not in _KEYWORDS):
+        return _blanked_from(data, wrapper.end(3))
+    return data
+
+
+def _blanked_from(data: bytes, start: int) -> bytes:
+    out = bytearray(data)
+    _blank_span(out, start, len(out))
+    return bytes(out)
+
+
+def _open_to_end(data: bytes, opener: int) -> bool:
+    """Whether the ``(`` at ``opener`` is still open at the text's end (strings and comments skipped)."""
+    depth = 0
+    for token in _PARENTHESIS_SCAN.finditer(data, opener):
+        if token.group() == b"(":
+            depth += 1
+        elif token.group() == b")":
+            depth -= 1
+            if depth == 0:
+                return False
+    return depth > 0
+
+
+_PARENTHESIS_SCAN = re.compile(rb"[()]|\"(?:[^\"\\\n]|\\.)*+\"|'(?:[^'\\\n]|\\.)*+'"
+                               rb"|/\*.*?(?:\*/|\Z)|//[^\n]*", re.DOTALL)
+
+
 def blank_macro_calls(data: bytes) -> bytes:
     """``data`` with the macros the grammar cannot expand blanked: each statement that is only a macro call
     (``MOCK_METHOD(void, F, ());``: an upper-case name, balanced parentheses, nothing after but a ``;``; one
@@ -440,8 +480,8 @@ def blank_macro_calls(data: bytes) -> bytes:
         return code_at(found.start())
 
     for found in filter(code, _MEMBER_GROUP.finditer(data)):
-        if found.group(1) not in _KEYWORDS and _after_statement(data, found.start(1)):
-            _member_group(data, out, found)
+        if budget[0] > 0 and found.group(1) not in _KEYWORDS and _after_statement(data, found.start(1)):
+            _member_group(data, out, found, budget)
     for found in filter(code, _BLOCK_MACRO.finditer(data)):
         if found.group(1) not in _KEYWORDS and _after_statement(data, found.start(1)):
             _blank_span(out, found.start(1), found.end(1))
@@ -471,12 +511,9 @@ def blank_macro_calls(data: bytes) -> bytes:
     for found in filter(code, _ATTRIBUTE_CALL.finditer(data)):
         if found.group(1) in _BASIC_TYPES or found.group(1) not in _KEYWORDS:
             _blank_span(out, found.start(2), found.end(2))
-    last_stop = max(data.rfind(b";"), data.rfind(b"{"), data.rfind(b"}"))
     for found in filter(code, _DECLARATOR_WRAPPER.finditer(data)):
         if found.group(1) in _BASIC_TYPES or found.group(1) not in _KEYWORDS:
             end = _balanced_end(data, found.start(3), budget)
-            if end is None and found.end(3) > last_stop:
-                end = len(data) + 1  # the text ends inside the arguments: the rest is still to come
             if end is not None:
                 _blank_span(out, found.end(3), end - 1)
     for found in filter(code, _BEFORE_TYPE.finditer(data)):
@@ -490,9 +527,10 @@ def blank_macro_calls(data: bytes) -> bytes:
             if not (data[found.start()] in b" \t" and _ALL_CAPS_NAME.fullmatch(found.group(3))):
                 out[found.start(3) : found.end(3)] = found.group(3)
     in_line_comment = _LineComments(data)
+    walked = -1
     for found in filter(code, _TRAILING_ATTRIBUTE.finditer(data)):
-        if not in_line_comment(found.start()):
-            _blank_attributes(data, out, found.start(1), data[found.start()] == 41, budget)
+        if found.start(1) >= walked and not in_line_comment(found.start()):
+            walked = _blank_attributes(data, out, found.start(1), data[found.start()] == 41, budget)
     for found in filter(code, _ALIGNMENT_MACRO.finditer(data)):
         if found.group(1) not in _KEYWORDS:
             _blank_span(out, found.start(2), found.end(2))
@@ -515,9 +553,6 @@ def blank_macro_calls(data: bytes) -> bytes:
             break
         end = _balanced_end(data, found.end() - 1, budget)
         if end is None:
-            if found.end() > last_stop and _after_statement(data, found.start(1)):
-                _blank_span(out, found.start(1), len(data))  # the text ends inside the call: the rest to come
-                break
             continue
         opened = declaration_open(found.start(1))
         rest = _LINE_REST.match(data, end)
@@ -561,11 +596,11 @@ members."""
 _GROUP_SCAN = re.compile(rb"[(){}]|/\*")
 
 
-def _member_group(data: bytes, out: bytearray, found: re.Match[bytes]) -> None:
+def _member_group(data: bytes, out: bytearray, found: re.Match[bytes], budget: list[int]) -> None:
     """The call ``_MEMBER_GROUP`` found written as an anonymous ``struct {`` … ``}`` when its ``)`` closes it
     before any brace, within ``_MACRO_SPAN`` bytes (or the text ends inside it, the rest still to come): its
-    first line becomes the ``struct {``, its ``)`` the ``}``."""
-    depth, index, limit = 1, found.end(), min(len(data), found.end() + _MACRO_SPAN)
+    first line becomes the ``struct {``, its ``)`` the ``}``.  The scan is charged to ``budget``."""
+    depth, index, limit = 1, found.end(), min(len(data), found.end() + _MACRO_SPAN, found.end() + budget[0])
     close = None
     while (token := _GROUP_SCAN.search(data, index, limit)) is not None:
         byte = data[token.start()]
@@ -582,6 +617,7 @@ def _member_group(data: bytes, out: bytearray, found: re.Match[bytes]) -> None:
             close = token.start()
             break
         index = token.end()
+    budget[0] -= (limit if close is None else close) - found.end()
     line = data[found.start(1) : found.end()].rstrip(b"\r\n")
     if (close is None and limit < len(data)) or len(line) < len(_STRUCT_HEAD):
         return
@@ -707,12 +743,13 @@ def _directive_spans(data: bytes) -> list[int]:
 
 
 def _blank_attributes(data: bytes, out: bytearray, start: int, after_parenthesis: bool,
-                      budget: list[int]) -> None:
+                      budget: list[int]) -> int:
     """Blank the attribute macros from ``start`` on (each with its argument list) when a declaration's end
     follows them and, after a ``)``, that ``)`` closes a parameter list (``f (int a) __THROW;``, not the
-    cast in ``(size_t) __n;``)."""
+    cast in ``(size_t) __n;``).  Gives where the walk over them stopped (``start`` if none was made): a walk
+    from any of them reaches the same end with the same outcome (lines of calls ``F(a)`` are walked once)."""
     if after_parenthesis and not _closes_parameters(data, data.rfind(b")", 0, start), budget):
-        return
+        return start
     spans, index = [], start
     while (name := _ATTRIBUTE.match(data, index)) is not None:
         end = name.end()
@@ -720,13 +757,14 @@ def _blank_attributes(data: bytes, out: bytearray, start: int, after_parenthesis
         if data[arguments : arguments + 1] == b"(":
             closed = _balanced_end(data, arguments, budget)
             if closed is None:
-                return
+                return arguments
             end = closed
         spans.append((name.start(), end))
         index = _skip_comments(data, end)
     if spans and data[index : index + 1] and data[index] in _DECLARATION_END:
         for span_start, span_end in spans:
             _blank_span(out, span_start, span_end)
+    return index
 
 
 def _closes_parameters(data: bytes, close: int, budget: list[int]) -> bool:

@@ -67,6 +67,7 @@ from policy.runtime.gates.preprocessor import (
     blank_listed_defines,
     blank_macro_calls,
     blank_named_variadics,
+    blank_open_call,
     blank_open_directive,
     directives_only,
     has_checked_directives,
@@ -303,7 +304,7 @@ def _analyse_tree(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any, pa
     if grammar.conditionals:
         data = blank_named_variadics(blank_continued_comments(data))
         if partial:
-            cut = blank_open_directive(data)
+            cut = blank_open_call(blank_open_directive(data))
             complete, data = ("incomplete", cut) if cut != data else (complete, data)
         if has_checked_directives(data):
             directives = directives_only(data, grammar.line_strings)
