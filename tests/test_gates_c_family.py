@@ -535,6 +535,16 @@ def test_more_prefixes_stay_incomplete(language: str, prefix: str) -> None:
     assert status(language, prefix) == "incomplete"
 
 
+def test_a_whole_text_that_leaves_a_macro_call_open_is_broken() -> None:
+    # cut off in a chunk, but a whole write that ends inside the call is broken
+    prefix = "class M {\n public:\n  M() {}\n  MOCK_METHOD(void, Push, (const T& elem),\n"
+    assert status("cpp", prefix) == "incomplete"
+    assert check_syntax_tree("cpp", prefix, partial=False).status == "invalid"
+    wrapper = "extern int __REDIRECT_NTH (timerfd_settime,\n    (int __ufd, int __flags,\n"
+    assert status("c", wrapper) == "incomplete"
+    assert check_syntax_tree("c", wrapper, partial=False).status == "invalid"
+
+
 def test_a_list_of_macro_calls_is_read_whole_after_many_attributes() -> None:
     # openssl's core_dispatch.h: hundreds of `F(…)` lines; the attributes' scans (each line's call read as an
     # attribute after the line before) no longer spend the calls' budget
