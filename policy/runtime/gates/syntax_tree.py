@@ -344,7 +344,7 @@ def _completes_as_written(tree_parser: Any, grammar: Grammar, data: bytes, tree:
     last_line = data.rfind(b"\n", 0, len(content)) + 1
     if any(site.end < last_line for site in errors) or _line_broken_strings(grammar, data):
         return False
-    operand = _expects_operand(_code_end(grammar, content))  # `int x = (` closes as ` _)`
+    operand = _operand_expected(grammar, content)  # `int x = (` closes as ` _)`
     ending = (FILLERS[0] if operand else b"") + closers(tree, grammar)
     completed = _parse_appended(tree_parser, data, tree, ending) if ending else tree
     return not (_standing(data, completed, False, grammar) or _unclosed_calls(grammar, data, completed))
@@ -556,9 +556,11 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
     close = plain_close = _closing(opened, grammar)
     # a statement cut before its `;`: `$t = $a['x']` closes as `;}`, `$a = f(\n  1,` as `);`
     statement_end = (grammar.terminator.encode(),) if grammar.terminator else ()
-    operand = _expects_operand(_code_end(grammar, data))  # an operator or opener ends the text
+    operand = _operand_expected(grammar, data)  # an operator or opener ends the text
     if operand:
         yield FILLERS[0] + close, False, False
+        if grammar.conditionals and statement_end:  # `int f(\n  a,  /* one */` closes as ` _);`
+            yield FILLERS[0] + close + statement_end[0], False, False
     for filler in (b"", *FILLERS, *grammar.fillers, *statement_end):
         yield filler + close, False, not filler
     for pattern, filler in grammar.continued:
@@ -641,13 +643,20 @@ def _expects_operand(content: bytes) -> bool:
     return bool(content) and content[-1] in _OPERAND_EXPECTED
 
 
-def _code_end(grammar: Grammar, data: bytes) -> bytes:
-    """``data`` without its trailing blanks and, for C and C++ (``Grammar.conditionals``), the comments that
-    end it (a closed block comment, lines of ``//`` comments): ``f(\n  a,  /* one */`` expects an operand.
-    The other grammars' figures were measured on the text's own end, and are kept so."""
+def _operand_expected(grammar: Grammar, data: bytes) -> bool:
+    """Whether the text ends expecting an operand (``_expects_operand``), or, in C and C++
+    (``Grammar.conditionals``), ends with a ``,`` and comments after it (``f(\n  a,  /* one */``: a list's
+    next item; a ``{`` before comments opens a block, no operand).  The other grammars' figures were measured
+    on the text's own end, and are kept so."""
     content = data.rstrip()
-    if not grammar.conditionals:
-        return content
+    if _expects_operand(content):
+        return True
+    return grammar.conditionals and _code_end(content).endswith(b",")
+
+
+def _code_end(content: bytes) -> bytes:
+    """``content`` (stripped) without the comments that end it: closed block comments, lines of ``//``
+    comments."""
     while True:
         if content.endswith(b"*/"):
             start = content.rfind(b"/*", 0, len(content) - 2)
@@ -926,9 +935,8 @@ def _closes_open_token(tree: Any, content_end: int, tail_end: int) -> bool:
 
 
 def _standing(data: bytes, tree: Any, closed: bool, grammar: Grammar) -> list[Site]:
-    """The errors of a completed text that no append can change (comments that end the text are no code after
-    an error: ``f(\n  a,  /* one */`` closed as ``);``)."""
-    content_end = len(_code_end(grammar, data))
+    """The errors of a completed text that no append can change."""
+    content_end = len(data.rstrip())
     threshold = data.rfind(b"\n", 0, content_end) + 1
     if closed:
         threshold = min(threshold, _closed_start(tree, content_end, threshold))
