@@ -399,7 +399,8 @@ def test_cpp_raw_strings_span_lines() -> None:
     # macros wrapping a declarator with its parameters (glibc's ctype.h, timerfd.h)
     ("c", "__extern_inline int\n__NTH (tolower (int __c))\n{\n  return __c >= -128 ? __c : 0;\n}\n"
      "extern int __REDIRECT_NTH (timerfd_settime,\n                           (int __ufd, int __flags),\n"
-     "                           __timerfd_settime64) __nonnull ((3));\n",
+     "                           __timerfd_settime64) __nonnull ((3));\n"
+     "struct i {\n\tstruct idletimer_tg *timer __attribute__((aligned(8)));\n};\n",
      "__extern_inline int\n__NTH (tolower (int __c))\n{\n  return (__c >= -128 ? __c : 0;\n}\n"),
     # a group of members given to a macro (the kernel's linux/ip.h)
     ("c", "struct iphdr {\n\t__u8\tttl;\n\t__struct_group(/* no tag */, addrs, /* no attrs */,\n"

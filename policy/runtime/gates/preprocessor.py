@@ -110,10 +110,11 @@ _ATTRIBUTE_CALL = re.compile(rb"\b([A-Za-z_]\w*)[ \t]+(" + _ALL_CAPS + rb"[ \t]*
 ``static inline void _X_ATTRIBUTE_PRINTF(2, 3)`` then ``prmsg(`` on the next line): an attribute; not after a
 keyword other than a basic type's (``extern NCURSES_EXPORT(int) f(``: the call is the type)."""
 _DECLARATOR_WRAPPER = re.compile(rb"\b([A-Za-z_]\w*)\s+(__[A-Za-z]\w*|" + _ALL_CAPS + rb")[ \t]*(\()"
-                                 rb"(?=[^();{}]*\()")
+                                 rb"(?=[ \t]*[^\s();{}][^();{}]*\()")
 """A macro wrapping a declarator whose parameter list it holds, after a type (glibc's ``int`` then ``__NTH
 (tolower (int __c))``, ``extern int __REDIRECT_NTH (timerfd_settime, (int __ufd, …), __timerfd_settime64)``):
-its arguments are blanked (group 3 is its ``(``), so that it reads as a function with no parameters."""
+its arguments are blanked (group 3 is its ``(``), so that it reads as a function with no parameters; not an
+attribute, whose arguments start with a ``(`` (``timer __attribute__((aligned(8)))``)."""
 _BEFORE_TYPE = re.compile(rb"(?<![\w.>:])([A-Za-z_]\w*)[ \t]+(?=(?:[A-Za-z_]\w*+[ \t]+){0,3}?"
                           rb"(?:void|char|short|int|long|float|double|signed|unsigned|bool|_Bool)\b)")
 """A name before a basic type, maybe with a few more names between (``__owur int f(``, ``ossl_noreturn void
