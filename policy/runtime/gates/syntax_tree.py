@@ -34,7 +34,8 @@ parse.  Otherwise the gate blocks only what the write breaks:
 - a text ending inside a block comment that holds more openers (which
   tree-sitter's lexer reads to the end from each: a quadratic parse) is
   parsed with the comment closed (then what that leaves open), and decided
-  by that completion when it has no error (``_open_comment``).
+  by that completion when it has no error, or an error that no ending of
+  the code before the comment reaches (``_open_comment``).
 
 Every step is a linear parse or walk (a tree's leaves are walked once with
 their parents, never asked for ``parent``, which scans from the root), and
@@ -201,18 +202,22 @@ def _open_comment(tree_parser: Any, grammar: Grammar, data: bytes) -> tuple[int,
     """For a text that may end inside a block comment with more of its openers after the first one
     (``int x; /*`` many times): where the comment starts, its closer (``Grammar.tails``), and the text
     completed by that closer (one per comment open where comments nest, ``_open_nested_comment``; then the
-    closers of what it leaves open) with its tree, when that tree has no error and the closer's reads a
-    comment from inside the text to the closer; None otherwise.
+    closers of what it leaves open) with its tree, when the closer's tree reads a comment from inside the
+    text to the closer and that tree has no error, or an error out of reach of any ending of the code before
+    the comment (``_error_out_of_reach``: broken code with valid code after it); None otherwise.
 
     Tree-sitter lexes each opener after an unclosed one to the end of the text, so its own parse of such a
     text is quadratic; with the closer appended it parses in linear time.  The comment runs to the end (no
     closer follows its opener): a completion without an error makes the text a cut-off prefix (the gate's
-    own completion with that tail, tried first), and, whole, broken only there (the comment is not closed).
-    A completion with an error is no proof: once a closer follows, tree-sitter reads a comment even inside
-    a CSS string or an HTML attribute's value (``a { content: "/*"``), leaving that string open; such a
-    text is parsed as it is, and so is one whose later openers re-read less than the whole text in all
-    (their count times what follows the first): there the parse as it is costs about what this one more
-    parse would (valid Go with ``//go:embed tests/*`` and one more ``/*`` in a string after it)."""
+    own completion with that tail, tried first), and, whole, broken only there (the comment is not closed);
+    a completion whose error no ending reaches makes it broken there (the gate's completions stop at such
+    an error too), decided by the analysis of that completion, not by a parse of the text as it is (broken
+    code before 20 KB of openers: 0.1 to 0.4 s, quadratic).  Any other error is no proof: once a closer
+    follows, tree-sitter reads a comment even inside a CSS string or an HTML attribute's value (``a {
+    content: "/*"``), leaving that string open; such a text is parsed as it is, and so is one whose later
+    openers re-read less than the whole text in all (their count times what follows the first): there the
+    parse as it is costs about what this one more parse would (valid Go with ``//go:embed tests/*`` and one
+    more ``/*`` in a string after it)."""
     for tail in grammar.tails:
         opener = _TAIL_OPENERS.get(tail)
         start = _open_token_start(tail, data) if opener is not None else None
@@ -229,11 +234,10 @@ def _open_comment(tree_parser: Any, grammar: Grammar, data: bytes) -> tuple[int,
             return None
         if tree.root_node.has_error:
             close = closers(tree, grammar)
-            if not close:
-                return None
-            tree = _parse_appended(tree_parser, completed, tree, close)
-            completed += close
-            if tree.root_node.has_error:
+            if close:
+                tree = _parse_appended(tree_parser, completed, tree, close)
+                completed += close
+            if tree.root_node.has_error and not _error_out_of_reach(tree, found):
                 return None
         return found, closer, completed, tree
     return None
