@@ -298,11 +298,10 @@ def _analyse_tree(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any, pa
     if not tree.root_node.has_error:
         broken = _line_broken_strings(grammar, data) if grammar.lenient_strings else []
         return ("invalid", broken) if broken else ("valid", [])
-    errors = _errors(tree, grammar)
     conditions: list[Site] = []
     complete = "valid"
     original = data
-    if grammar.conditionals and partial and _completes_as_written(tree_parser, grammar, data, tree, errors):
+    if grammar.conditionals and partial and _completes_as_written(tree_parser, grammar, data, tree):
         return "incomplete", []
     if grammar.conditionals:
         data = blank_named_variadics(blank_continued_comments(data))
@@ -318,9 +317,11 @@ def _analyse_tree(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any, pa
         data = _stand_in(data, grammar)
         if data != original:  # otherwise the first parse stands
             tree = tree_parser.parse(data)
-            errors = _errors(tree, grammar)
-        if not errors:
-            return ("invalid", conditions) if conditions else (complete, [])
+    # the errors of the tree that stands only (a replaced one's were 2,000 sites and a query over 118 KB of
+    # C++ macro calls, for nothing)
+    errors = _errors(tree, grammar)
+    if not errors and (grammar.stand_ins or grammar.conditionals):
+        return ("invalid", conditions) if conditions else (complete, [])
     conditions += _line_broken_strings(grammar, data)
     if not partial:
         # a tree can flag an error that no ERROR or MISSING node holds: nothing to point at, no block
@@ -333,20 +334,21 @@ def _analyse_tree(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any, pa
     return "invalid", conditions + standing
 
 
-def _completes_as_written(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any,
-                          errors: list[Site]) -> bool:
+def _completes_as_written(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any) -> bool:
     """Whether the text, not preprocessed, completed by the closers of what it leaves open (after a filler
     where it ends expecting an operand, as ``_completions`` tries first) parses with no standing error, and
     no string in it is ended by a line break: a cut-off prefix as tree-sitter reads it, the reading that
     decides a whole text valid.  The preprocessor's passes (``blank_macro_calls`` and the rest: several
     regular-expression scans of the whole text) run only on a text that does not complete so (a 100 KB
-    string line of export macros: 40 times the parse's time).  Tried only where the tree's ``errors`` all
-    reach the last line: one that ends before it has text after it that the closers do not change (macros
+    string line of export macros: 40 times the parse's time).  Tried only where the tree's errors all reach
+    the last line: one that ends before it has text after it that the closers do not change (macros
     the grammar cannot read, one error each), and the parse would be one more for nothing."""
     content = data.rstrip()
     last_line = data.rfind(b"\n", 0, len(content)) + 1
-    if any(site.end < last_line for site in errors) or _line_broken_strings(grammar, data):
-        return False
+    if any(node.end_byte < last_line for node in _error_nodes(tree)) \
+            or any(site.end < last_line for site in _errors(tree, grammar)) \
+            or _line_broken_strings(grammar, data):
+        return False  # (the error nodes first: the first that ends early decides, with no query run)
     operand = _expects_operand(content)  # `int x = (` closes as ` _)`
     ending = (FILLERS[0] if operand else b"") + closers(tree, grammar)
     completed = _parse_appended(tree_parser, data, tree, ending) if ending else tree
