@@ -255,10 +255,11 @@ def _open_comment(tree_parser: Any, grammar: Grammar,
 
 def _ending_after_comment(tree_parser: Any, grammar: Grammar, data: bytes, closed: bytes, tree: Any,
                           start: int) -> tuple[bytes, Any] | None:
-    """The first of the gate's endings after a comment's closer (``_completions``' for that tail, but the one
-    with the closers of the text as it is) that completes ``closed`` (``data`` with the comment that starts
-    at ``start`` closed, parsed as ``tree``) with no standing error, and its tree; None when none does, or
-    when the grammar's stand-ins change the text (its endings are then tried on the text they give)."""
+    """The first of the gate's endings after a comment's closer (``_completions``' for that tail, all but the
+    closers of the text as it is, which need its quadratic parse) that completes ``closed`` (``data`` with
+    the comment that starts at ``start`` closed, parsed as ``tree``) with no standing error, and its tree;
+    None when none does, or when the grammar's preprocessor or stand-ins change the text (its endings are
+    then tried on the text they give)."""
     if grammar.conditionals or (grammar.stand_ins and _stand_in(data, grammar) != data) \
             or _line_broken_strings(grammar, data):
         return None  # (a string a line ends blocks the text whatever ending is tried)
