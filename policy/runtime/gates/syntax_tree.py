@@ -338,8 +338,11 @@ def _analyse_tree(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any, pa
     conditions: list[Site] = []
     complete = "valid"
     original = data
-    if grammar.conditionals and partial and _completes_as_written(tree_parser, grammar, data, tree):
-        return "incomplete", []
+    listed = None  # the first tree's errors, when _completes_as_written listed them
+    if grammar.conditionals and partial:
+        completes, listed = _completes_as_written(tree_parser, grammar, data, tree)
+        if completes:
+            return "incomplete", []
     if grammar.conditionals:
         data = blank_named_variadics(blank_continued_comments(data))
         if partial:
@@ -354,9 +357,10 @@ def _analyse_tree(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any, pa
         data = _stand_in(data, grammar)
         if data != original:  # otherwise the first parse stands
             tree = tree_parser.parse(data)
+            listed = None
     # the errors of the tree that stands only (a replaced one's were 2,000 sites and a query over 118 KB of
     # C++ macro calls, for nothing)
-    errors = _errors(tree, grammar)
+    errors = _errors(tree, grammar) if listed is None else listed
     if not errors and (grammar.stand_ins or grammar.conditionals):
         return ("invalid", conditions) if conditions else (complete, [])
     conditions += _line_broken_strings(grammar, data)
@@ -371,7 +375,8 @@ def _analyse_tree(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any, pa
     return "invalid", conditions + standing
 
 
-def _completes_as_written(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any) -> bool:
+def _completes_as_written(tree_parser: Any, grammar: Grammar, data: bytes,
+                          tree: Any) -> tuple[bool, list[Site] | None]:
     """Whether the text, not preprocessed, completed by the closers of what it leaves open (after a filler
     where it ends expecting an operand, as ``_completions`` tries first) parses with no standing error, and
     no string in it is ended by a line break: a cut-off prefix as tree-sitter reads it, the reading that
@@ -379,17 +384,20 @@ def _completes_as_written(tree_parser: Any, grammar: Grammar, data: bytes, tree:
     regular-expression scans of the whole text) run only on a text that does not complete so (a 100 KB
     string line of export macros: 40 times the parse's time).  Tried only where the tree's errors all reach
     the last line: one that ends before it has text after it that the closers do not change (macros
-    the grammar cannot read, one error each), and the parse would be one more for nothing."""
+    the grammar cannot read, one error each), and the parse would be one more for nothing.  Also the tree's
+    errors once listed (not when an error node ends before the last line: the query is not run then)."""
     content = data.rstrip()
     last_line = data.rfind(b"\n", 0, len(content)) + 1
-    if any(node.end_byte < last_line for node in _error_nodes(tree)) \
-            or any(site.end < last_line for site in _errors(tree, grammar)) \
-            or _line_broken_strings(grammar, data):
-        return False  # (the error nodes first: the first that ends early decides, with no query run)
+    if any(node.end_byte < last_line for node in _error_nodes(tree)):
+        return False, None
+    errors = _errors(tree, grammar)
+    if any(site.end < last_line for site in errors) or _line_broken_strings(grammar, data):
+        return False, errors
     operand = _expects_operand(content)  # `int x = (` closes as ` _)`
     ending = (FILLERS[0] if operand else b"") + closers(tree, grammar)
     completed = _parse_appended(tree_parser, data, tree, ending) if ending else tree
-    return not (_standing(data, completed, False, grammar) or _unclosed_calls(grammar, data, completed))
+    standing = _standing(data, completed, False, grammar) or _unclosed_calls(grammar, data, completed)
+    return not standing, errors
 
 
 def _completion_errors(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any) -> list[Site] | None:
