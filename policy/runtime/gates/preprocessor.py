@@ -83,7 +83,7 @@ void U_EXPORT2``, then ``ufmt_open(`` on the next line; not after a tag, ``struc
 ``static DWORD WINAPI ThreadMain(``), or before a function pointer's name (``typedef void (GL_APIENTRYP
 PFNGLPROC) (GLenum t);``, node's ``typedef napi_value(NAPI_CDECL* napi_callback)(``): a calling convention,
 which expands to an attribute, a ``*`` or nothing."""
-_BEFORE_TYPE = re.compile(rb"(?<![\w.>:])([A-Za-z_]\w*)[ \t]+(?=(?:[A-Za-z_]\w*+[ \t]+){0,3}?"
+_BEFORE_TYPE = re.compile(rb"(?<![\w.>:])([A-Za-z_]\w*+)[ \t]++(?=(?:[A-Za-z_]\w*+[ \t]+){0,3}?"
                           rb"(?:void|char|short|int|long|float|double|signed|unsigned|bool|_Bool)\b)")
 """A name before a basic type, maybe with a few more names between (``__owur int f(``, ``ossl_noreturn void
 g(``, ``static ossl_unused ossl_inline int h(``): no type or declarator comes there, so unless it is a keyword
@@ -104,7 +104,7 @@ _TRAILING_ATTRIBUTE = re.compile(rb"[)\]](?:\s*+(?:const|volatile|override|final
 openssl's ``ossl_bio__attr__((__format__(…)))``), maybe after a method's qualifiers (``) const
 GTEST_LOCK_EXCLUDED_(mu) = 0;``): an attribute or a trailing return type, blanked with its arguments."""
 _DECLARATION_END = frozenset(b";,{=")
-_ALIGNMENT_MACRO = re.compile(rb"\b([A-Za-z_]\w*)[ \t]+(__?[A-Z][A-Z0-9_]*)(?=[ \t]*[;,=)])")
+_ALIGNMENT_MACRO = re.compile(rb"\b([A-Za-z_]\w*+)[ \t]++(__?[A-Z][A-Z0-9_]*+)(?=[ \t]*[;,=)])")
 """An implementation's all-caps macro after a declarator's name (glibc's ``int __data __ONCE_ALIGNMENT;``,
 X11's ``int sig _X_UNUSED)``)."""
 _TAGS = (b"class", b"struct", b"union", b"enum")
