@@ -9,7 +9,8 @@ recovery reads slowly), a 100 KB line of a call's arguments, 100 KB of
 valid code ending in 100 open brackets, and (where the language has block
 comments) 20 KB of code with a block comment opened after each unit and
 never closed (tree-sitter's lexer reads each later opener to the end of the
-text: its own parse is quadratic there); and for C and C++ three shapes
+text: its own parse is quadratic there), also after a broken line; and for
+C and C++ three shapes
 the preprocessor's scans once read in exponential or quadratic time
 (macro calls with long names, a 100 KB line of export macros, macro
 calls in a row).  The gate is the ``partial`` check (the one
@@ -103,6 +104,9 @@ _TREE_SITTER = {
 _BLOCK_COMMENT = {"html": "<!--", "ruby": "=begin\n", "shell": ""}
 """A block comment's opener where it is not ``/*`` (empty: the language has none to leave open)."""
 
+_BROKEN_LINE = {"html": "</p>\n"}
+"""A line the grammar reads as an error, before code ending in open block comments (else ``x = ) (;``)."""
+
 _DISPLAY = {"javascript": "JavaScript", "typescript": "TypeScript", "tsx": "TSX", "cpp": "C++", "php": "PHP",
             "shell": "Shell", "html": "HTML", "css": "CSS"}
 
@@ -110,7 +114,8 @@ _DISPLAY = {"javascript": "JavaScript", "typescript": "TypeScript", "tsx": "TSX"
 def _tree_sitter_inputs() -> dict[str, tuple[str, str]]:
     """Five shapes per tree-sitter language: deep brackets (HTML: elements), lines of calls that never close,
     lines of open strings, one 100 KB line of a call's arguments, 100 KB of valid code ending in open
-    brackets; a sixth where the language has block comments: code with one opened after each unit."""
+    brackets; where the language has block comments, code with one opened after each unit, also after a
+    broken line."""
     inputs = {}
     for language, (start, head, call, string, unit) in _TREE_SITTER.items():
         name = _DISPLAY.get(language, language.capitalize())
@@ -129,6 +134,9 @@ def _tree_sitter_inputs() -> dict[str, tuple[str, str]]:
         if comment:
             inputs[f"{name}: 20 KB of code, each unit followed by `{comment.strip()}`"] = (
                 language, start + (unit + comment) * (20_000 // len(unit + comment)))
+            inputs[f"{name}: a broken line, then the same 20 KB"] = (
+                language, start + _BROKEN_LINE.get(language, "x = ) (;\n")
+                + (unit + comment) * (20_000 // len(unit + comment)))
         if language in ("c", "cpp"):
             inputs.update(_preprocessor_inputs(name, language))
     return inputs

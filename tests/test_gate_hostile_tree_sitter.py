@@ -173,6 +173,45 @@ def test_a_text_ending_in_a_comment_is_parsed_with_the_comment_closed(
     assert len(parsed) == 2 and parsed[-1].startswith(parsed[-2]), list(map(len, parsed))
 
 
+@pytest.mark.parametrize("language", OPEN_COMMENTS)
+def test_broken_code_before_a_comment_left_open_is_decided_with_the_comment_closed(
+        language: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the broken line's error stands whatever follows the comment: the text was parsed as it is, each opener
+    # read to the end (20 KB: 0.1 to 0.4 s; 60 KB: 1 to 4 s)
+    text = open_comments(language, JUNK.get(language, "x = ) (;\n"), size=2_000)
+    closed = (text + OPEN_COMMENTS[language][3]).encode()
+    for partial in (True, False):
+        parsed = _counting_parses(language, monkeypatch)
+        verdict = check_syntax_tree(language, text, partial=partial)
+        assert verdict.status == "invalid"
+        assert parsed and all(data.startswith(closed) for data in parsed), list(map(len, parsed))
+    _check_in_bound(language, open_comments(language, JUNK.get(language, "x = ) (;\n")),
+                    (open_comments(language) + OPEN_COMMENTS[language][3]).encode())
+
+
+CUT_BEFORE_COMMENTS = {
+    # language: (a unit of valid code, a statement cut before its operand); a comment opens after the cut
+    "javascript": ("function f(a, b) {\n  return a + b;\n}\n", "x = "),
+    "go": ("func f(a int) int {\n\treturn a + 1\n}\n", "var x = "),
+    "java": ("class A {\n  int f(int a) {\n    return a + 1;\n  }\n}\n", "class A { int x = "),
+    "ruby": ("def f(a)\n  a + 1\nend\n", "x = "),
+    "php": ("function f($a) {\n  return $a + 1;\n}\n", "$x = "),
+}
+
+
+@pytest.mark.parametrize("language", CUT_BEFORE_COMMENTS)
+def test_code_cut_before_a_comment_left_open_is_completed_after_the_comment_closed(
+        language: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `x = /*`, then code with a comment opened after each unit: the closers alone leave the operand missing,
+    # and the text was parsed as it is, each opener read to the end (20 KB: 0.7 to 3 s), to try the others
+    start, _, opener, closer = OPEN_COMMENTS[language]
+    unit, cut = CUT_BEFORE_COMMENTS[language]
+    text = start + unit + cut + opener + (unit + opener) * (2_000 // len(unit + opener))
+    parsed = _counting_parses(language, monkeypatch)
+    assert check_syntax_tree(language, text, partial=True).status == "incomplete"
+    assert all(data.startswith((text + closer).encode()) for data in parsed), list(map(len, parsed))
+
+
 def test_a_valid_text_with_few_openers_after_the_last_closer_is_parsed_once(
         monkeypatch: pytest.MonkeyPatch) -> None:
     # valid Go as real code has it (the 200 KB bench text of bench_treesitter.py): an opener in a line

@@ -115,7 +115,7 @@ _DECLARATOR_WRAPPER = re.compile(rb"\b([A-Za-z_]\w*)\s+(__[A-Za-z]\w*|" + _ALL_C
 (tolower (int __c))``, ``extern int __REDIRECT_NTH (timerfd_settime, (int __ufd, …), __timerfd_settime64)``):
 its arguments are blanked (group 3 is its ``(``), so that it reads as a function with no parameters; not an
 attribute, whose arguments start with a ``(`` (``timer __attribute__((aligned(8)))``)."""
-_BEFORE_TYPE = re.compile(rb"(?<![\w.>:])([A-Za-z_]\w*)[ \t]+(?=(?:[A-Za-z_]\w*+[ \t]+){0,3}?"
+_BEFORE_TYPE = re.compile(rb"(?<![\w.>:])([A-Za-z_]\w*+)[ \t]++(?=(?:[A-Za-z_]\w*+[ \t]+){0,3}?"
                           rb"(?:void|char|short|int|long|float|double|signed|unsigned|bool|_Bool)\b)")
 """A name before a basic type, maybe with a few more names between (``__owur int f(``, ``ossl_noreturn void
 g(``, ``static ossl_unused ossl_inline int h(``): no type or declarator comes there, so unless it is a keyword
@@ -136,7 +136,7 @@ _TRAILING_ATTRIBUTE = re.compile(rb"[)\]](?:\s*+(?:const|volatile|override|final
 openssl's ``ossl_bio__attr__((__format__(…)))``), maybe after a method's qualifiers (``) const
 GTEST_LOCK_EXCLUDED_(mu) = 0;``): an attribute or a trailing return type, blanked with its arguments."""
 _DECLARATION_END = frozenset(b";,{=")
-_ALIGNMENT_MACRO = re.compile(rb"\b([A-Za-z_]\w*)[ \t]+(__?[A-Z][A-Z0-9_]*)(?=[ \t]*[;,=)])")
+_ALIGNMENT_MACRO = re.compile(rb"\b([A-Za-z_]\w*+)[ \t]++(__?[A-Z][A-Z0-9_]*+)(?=[ \t]*[;,=)])")
 """An implementation's all-caps macro after a declarator's name (glibc's ``int __data __ONCE_ALIGNMENT;``,
 X11's ``int sig _X_UNUSED)``)."""
 _FIELD_MACRO = re.compile(rb"(?<![\w.>:*&])([A-Za-z_]\w*)[ \t]+([A-Za-z_]\w*)[ \t]+([A-Z][A-Z0-9_]*)"

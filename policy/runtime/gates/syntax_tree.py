@@ -34,7 +34,10 @@ parse.  Otherwise the gate blocks only what the write breaks:
 - a text ending inside a block comment that holds more openers (which
   tree-sitter's lexer reads to the end from each: a quadratic parse) is
   parsed with the comment closed (then what that leaves open), and decided
-  by that completion when it has no error (``_open_comment``).
+  by that completion when it has no error, or an error that no ending of
+  the code before the comment reaches, or by the gate's other endings
+  after the closer when one of them leaves no standing error
+  (``_open_comment``).
 
 Every step is a linear parse or walk (a tree's leaves are walked once with
 their parents, never asked for ``parent``, which scans from the root), and
@@ -141,7 +144,9 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> 
         if status == "valid":  # the whole has an error: read it whole (no grammar seen does this)
             return _analyse_tree(tree_parser, grammar, data, tree, partial)
         return status, [_lengthened(site, len(short), unit, len(data)) for site in sites]
-    start, closer, completed, tree = comment
+    start, closer, completed, tree, cut_off = comment
+    if cut_off and partial:
+        return "incomplete", []
     _, sites = _analyse_tree(tree_parser, grammar, completed, tree, partial)  # a CSS string a line ends
     if not partial:  # whole, the text is broken where the comment opens
         sites.append(Site(start, start, closer.strip(b"\n").decode()))
@@ -198,22 +203,30 @@ def _lengthened(site: Site, short: int, unit: int, whole: int) -> Site:
                 site.end + (whole - short if site.end >= last else 0), site.missing)
 
 
-def _open_comment(tree_parser: Any, grammar: Grammar, data: bytes) -> tuple[int, bytes, bytes, Any] | None:
+def _open_comment(tree_parser: Any, grammar: Grammar,
+                  data: bytes) -> tuple[int, bytes, bytes, Any, bool] | None:
     """For a text that may end inside a block comment with more of its openers after the first one
     (``int x; /*`` many times): where the comment starts, its closer (``Grammar.tails``), and the text
     completed by that closer (one per comment open where comments nest, ``_open_nested_comment``; then the
-    closers of what it leaves open) with its tree, when that tree has no error and the closer's reads a
-    comment from inside the text to the closer; None otherwise.
+    closers of what it leaves open) with its tree, when the closer's tree reads a comment from inside the
+    text to the closer and that tree has no error, or an error out of reach of any ending of the code before
+    the comment (``_error_out_of_reach``: broken code with valid code after it), or when another of the
+    gate's endings after the closer leaves no standing error (``_ending_after_comment``: ``x = /*`` … closes
+    as ``*/ _;``), and whether it was that ending (the text is then a cut-off prefix); None otherwise.
 
     Tree-sitter lexes each opener after an unclosed one to the end of the text, so its own parse of such a
     text is quadratic; with the closer appended it parses in linear time.  The comment runs to the end (no
     closer follows its opener): a completion without an error makes the text a cut-off prefix (the gate's
-    own completion with that tail, tried first), and, whole, broken only there (the comment is not closed).
-    A completion with an error is no proof: once a closer follows, tree-sitter reads a comment even inside
-    a CSS string or an HTML attribute's value (``a { content: "/*"``), leaving that string open; such a
-    text is parsed as it is, and so is one whose later openers re-read less than the whole text in all
-    (their count times what follows the first): there the parse as it is costs about what this one more
-    parse would (valid Go with ``//go:embed tests/*`` and one more ``/*`` in a string after it)."""
+    own completion with that tail, tried first), and, whole, broken only there (the comment is not closed);
+    a completion whose error no ending reaches makes it broken there (the gate's completions stop at such
+    an error too), decided by the analysis of that completion, not by a parse of the text as it is (broken
+    code before 20 KB of openers: 0.1 to 0.4 s, quadratic; code cut before them, ``x = /*``, tried with more
+    endings: 0.7 to 3 s).  No ending found is no proof: once a closer follows, tree-sitter reads a comment
+    even inside a CSS string or an HTML attribute's value (``a { content: "/*"``), leaving that string open;
+    such a text is parsed as it is (code broken on the comment's own line too: still quadratic), and so is
+    one whose later openers re-read less than the whole text in all (their count times what follows the
+    first): there the parse as it is costs about what this one more parse would (valid Go with ``//go:embed
+    tests/*`` and one more ``/*`` in a string after it)."""
     for tail in grammar.tails:
         opener = _TAIL_OPENERS.get(tail)
         start = _open_token_start(tail, data) if opener is not None else None
@@ -229,14 +242,42 @@ def _open_comment(tree_parser: Any, grammar: Grammar, data: bytes) -> tuple[int,
         if found is None:
             return None
         if tree.root_node.has_error:
+            closed, closed_tree = completed, tree
             close = closers(tree, grammar)
-            if not close:
-                return None
-            tree = _parse_appended(tree_parser, completed, tree, close)
-            completed += close
-            if tree.root_node.has_error:
-                return None
-        return found, closer, completed, tree
+            if close:
+                tree = _parse_appended(tree_parser, completed, tree, close)
+                completed += close
+            if tree.root_node.has_error and not _error_out_of_reach(tree, found):
+                ending = _ending_after_comment(tree_parser, grammar, data, closed, closed_tree, start)
+                return None if ending is None else (found, closer, *ending, True)
+        return found, closer, completed, tree, False
+    return None
+
+
+def _ending_after_comment(tree_parser: Any, grammar: Grammar, data: bytes, closed: bytes, tree: Any,
+                          start: int) -> tuple[bytes, Any] | None:
+    """The first of the gate's endings after a comment's closer (``_completions``' for that tail, all but the
+    closers of the text as it is, which need its quadratic parse) that completes ``closed`` (``data`` with
+    the comment that starts at ``start`` closed, parsed as ``tree``) with no standing error, and its tree;
+    None when none does, or when the grammar's preprocessor or stand-ins change the text (its endings are
+    then tried on the text they give)."""
+    if grammar.conditionals or (grammar.stand_ins and _stand_in(data, grammar) != data) \
+            or _line_broken_strings(grammar, data):
+        return None  # (a string a line ends blocks the text whatever ending is tried)
+    state = _open(tree, grammar)
+    close = _closing(state.entries, grammar)
+    endings = [FILLERS[0] + close] if _expects_operand(data[:start].rstrip(b" \t\r\n")) else []
+    endings += _block_endings(state, grammar)
+    if grammar.terminator and close:
+        endings.append(grammar.terminator.encode() + close)
+    if grammar.block_end and close:
+        endings.append(close.replace(b"}", grammar.block_end))
+    if grammar.parameter_types and b")" in close:
+        endings.append(_function_type(close))
+    for ending in dict.fromkeys(endings):
+        completed = _parse_appended(tree_parser, closed, tree, ending)
+        if not (_standing(data, completed, True, grammar) or _unclosed_calls(grammar, data, completed)):
+            return closed + ending, completed
     return None
 
 
@@ -295,12 +336,14 @@ def _analyse_tree(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any, pa
     if not tree.root_node.has_error:
         broken = _line_broken_strings(grammar, data) if grammar.lenient_strings else []
         return ("invalid", broken) if broken else ("valid", [])
-    errors = _errors(tree, grammar)
     conditions: list[Site] = []
     complete = "valid"
     original = data
-    if grammar.conditionals and partial and _completes_as_written(tree_parser, grammar, data, tree, errors):
-        return "incomplete", []
+    listed = None  # the first tree's errors, when _completes_as_written listed them
+    if grammar.conditionals and partial:
+        completes, listed = _completes_as_written(tree_parser, grammar, data, tree)
+        if completes:
+            return "incomplete", []
     if grammar.conditionals:
         data = blank_named_variadics(blank_continued_comments(data))
         if partial:
@@ -315,9 +358,12 @@ def _analyse_tree(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any, pa
         data = _stand_in(data, grammar)
         if data != original:  # otherwise the first parse stands
             tree = tree_parser.parse(data)
-            errors = _errors(tree, grammar)
-        if not errors:
-            return ("invalid", conditions) if conditions else (complete, [])
+            listed = None
+    # the errors of the tree that stands only (a replaced one's were 2,000 sites and a query over 118 KB of
+    # C++ macro calls, for nothing)
+    errors = _errors(tree, grammar) if listed is None else listed
+    if not errors and (grammar.stand_ins or grammar.conditionals):
+        return ("invalid", conditions) if conditions else (complete, [])
     conditions += _line_broken_strings(grammar, data)
     if not partial:
         # a tree can flag an error that no ERROR or MISSING node holds: nothing to point at, no block
@@ -330,24 +376,29 @@ def _analyse_tree(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any, pa
     return "invalid", conditions + standing
 
 
-def _completes_as_written(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any,
-                          errors: list[Site]) -> bool:
+def _completes_as_written(tree_parser: Any, grammar: Grammar, data: bytes,
+                          tree: Any) -> tuple[bool, list[Site] | None]:
     """Whether the text, not preprocessed, completed by the closers of what it leaves open (after a filler
     where it ends expecting an operand, as ``_completions`` tries first) parses with no standing error, and
     no string in it is ended by a line break: a cut-off prefix as tree-sitter reads it, the reading that
     decides a whole text valid.  The preprocessor's passes (``blank_macro_calls`` and the rest: several
     regular-expression scans of the whole text) run only on a text that does not complete so (a 100 KB
-    string line of export macros: 40 times the parse's time).  Tried only where the tree's ``errors`` all
-    reach the last line: one that ends before it has text after it that the closers do not change (macros
-    the grammar cannot read, one error each), and the parse would be one more for nothing."""
+    string line of export macros: 40 times the parse's time).  Tried only where the tree's errors all reach
+    the last line: one that ends before it has text after it that the closers do not change (macros
+    the grammar cannot read, one error each), and the parse would be one more for nothing.  Also the tree's
+    errors once listed (not when an error node ends before the last line: the query is not run then)."""
     content = data.rstrip()
     last_line = data.rfind(b"\n", 0, len(content)) + 1
+    if any(node.end_byte < last_line for node in _error_nodes(tree)):
+        return False, None
+    errors = _errors(tree, grammar)
     if any(site.end < last_line for site in errors) or _line_broken_strings(grammar, data):
-        return False
+        return False, errors
     operand = _operand_expected(grammar, content)  # `int x = (` closes as ` _)`
     ending = (FILLERS[0] if operand else b"") + closers(tree, grammar)
     completed = _parse_appended(tree_parser, data, tree, ending) if ending else tree
-    return not (_standing(data, completed, False, grammar) or _unclosed_calls(grammar, data, completed))
+    standing = _standing(data, completed, False, grammar) or _unclosed_calls(grammar, data, completed)
+    return not standing, errors
 
 
 def _completion_errors(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any) -> list[Site] | None:
