@@ -366,3 +366,192 @@ def test_cpp_raw_strings_span_lines() -> None:
     assert status("cpp", 'const char *s = R"x(one\ntwo "\n)x";\nint a(;\nint b;\n') == "invalid"
     assert status("cpp", 'const char *s = R"x(one\ntwo "\n)x";\nint a;\n') == "valid"
     assert status("cpp", 'int a(;\nconst char *s = R"(one\ntwo "\n') == "invalid"
+
+
+@pytest.mark.parametrize(("language", "text", "broken"), [
+    # macros named with one leading underscore: an attribute after a parameter list, one after a `*`
+    ("c", "int g (int s,\n                 ...) _GCRY_GCC_ATTR_SENTINEL(0);\n"
+     "const struct c * _NETTLE_ATTRIBUTE_PURE n_get(void);\nconst struct n * const * _NETTLE_ATTRIBUTE_PURE\n"
+     "n_list (void);\n",
+     "int g (int s,\n                 ... _GCRY_GCC_ATTR_SENTINEL(0);\n"
+     "const struct c * _NETTLE_ATTRIBUTE_PURE n_get(void);\n"),
+    # calling conventions with no underscore (gl.h): after a basic type, a macro and a type, a `*`, a `(`
+    ("c", "GLAPI void GLAPIENTRY glClearIndex( GLfloat c );\n"
+          "GLAPI GLboolean GLAPIENTRY glIsEnabled( GLenum cap );\n"
+     "GLAPI const GLubyte * GLAPIENTRY glGetString( GLenum name );\n"
+     "typedef void (APIENTRYP PFNGLPROC) (GLenum mode, GLuint start);\n",
+     "GLAPI void GLAPIENTRY glClearIndex( GLfloat c );\nGLAPI GLboolean GLAPIENTRY glIsEnabled( GLenum cap;\n"
+     "GLAPI const GLubyte * GLAPIENTRY glGetString( GLenum name );\n"),
+    # a macro's call as an enum's member (v4l2-mediabus.h)
+    ("c", "enum v {\n\tV4L2_FROM_FMT(FIXED),\n\n\tV4L2_FROM_FMT(RGB444_2X8),\n\tV4L2_FROM_FMT(RGB555),\n};\n",
+     "enum v {\n\tV4L2_FROM_FMT(FIXED),\n\n\tV4L2_FROM_FMT(RGB444_2X8,\n\tV4L2_FROM_FMT(RGB555),\n};\n"
+     "int x;\n"),
+    # an attribute macro's call between a type and a declarator (Tcl, X11)
+    ("c", "typedef private_cb MP_DEPRECATED(mp_rand_source) ltm_cb;\n"
+          "static inline void  _X_ATTRIBUTE_PRINTF(2, 3)\n"
+     "prmsg(int lvl, const char *f, ...)\n{\n}\n",
+     "typedef private_cb MP_DEPRECATED(mp_rand_source) ltm_cb;\n"
+     "static inline void  _X_ATTRIBUTE_PRINTF(2, 3)\n"
+     "prmsg(int lvl, const char *f, ...\n{\n}\n"),
+    # a bit-field's macro after a member's name (X11's SMproto.h)
+    ("c", "typedef struct {\n    CARD8\tmajorOpcode;\n    CARD32\tlength B32;\n} smMsg;\n",
+     "typedef struct {\n    CARD8\tmajorOpcode(;\n    CARD32\tlength B32;\n} smMsg;\n"),
+    # macros wrapping a declarator with its parameters (glibc's ctype.h, timerfd.h)
+    ("c", "__extern_inline int\n__NTH (tolower (int __c))\n{\n  return __c >= -128 ? __c : 0;\n}\n"
+     "extern int __REDIRECT_NTH (timerfd_settime,\n                           (int __ufd, int __flags),\n"
+     "                           __timerfd_settime64) __nonnull ((3));\n"
+     "struct i {\n\tstruct idletimer_tg *timer __attribute__((aligned(8)));\n};\n",
+     "__extern_inline int\n__NTH (tolower (int __c))\n{\n  return (__c >= -128 ? __c : 0;\n}\n"),
+    # a group of members given to a macro (the kernel's linux/ip.h)
+    ("c", "struct iphdr {\n\t__u8\tttl;\n\t__struct_group(/* no tag */, addrs, /* no attrs */,\n"
+          "\t\t__be32\tsaddr;\n"
+     "\t\t__be32\tdaddr;\n\t);\n};\n",
+     "struct iphdr {\n\t__u8\tttl(;\n\t__struct_group(/* no tag */, addrs, /* no attrs */,\n"
+     "\t\t__be32\tsaddr;\n"
+     "\t\t__be32\tdaddr;\n\t);\n};\n"),
+    # a directive's comment that goes on over more lines (Xtransint.h)
+    ("c", "#ifdef __cplusplus\nextern \"C\" {\n#endif\n#ifdef XTRANS_C /* only provide prototypes when\n"
+     "\t\t\t     building the transport.c file */\nint x;\n#endif\n#ifdef __cplusplus\n}\n#endif\n",
+     "#ifdef __cplusplus\nextern \"C\" {\n#endif\n#ifdef XTRANS_C /* only provide prototypes when\n"
+     "\t\t\t     building the transport.c file */\nint x(;\n#endif\nint y;\n#ifdef __cplusplus\n}\n#endif\n"),
+    # C++ in a C header's conditional (ICU's utext.h), a scoped attribute in a condition (llvm's
+    # DemangleConfig.h)
+    ("c", "#if U_SHOW_CPLUSPLUS_API\nU_CAPI UText * U_EXPORT2\n"
+          "utext_open(UText *ut, icu::UnicodeString *s);\n"
+     "#endif\n#if __has_cpp_attribute(fallthrough)\n#define D_F [[fallthrough]]\n"
+     "#elif __has_cpp_attribute(gnu::fallthrough)\n#define D_F [[gnu::fallthrough]]\n#endif\n",
+     "#if U_SHOW_CPLUSPLUS_API\nU_CAPI UText * U_EXPORT2\nutext_open(UText *ut, icu::UnicodeString *s);\n"
+     "#endif\nint x(;\nint y;\n"),
+    # C++: a parameter's default `{}`, a deleted function outside a class, a pointer to member function's type
+    ("cpp", "class A {\n  static J array(list_t init = {}, int b = {})\n  {\n    return 0;\n  }\n};\n"
+     "template <typename R, R* = nullptr>\nA<R> ReturnRef(R&&) = delete;\n"
+     "static_assert(!is_callable_r<void, void (C::*)(), C*>::value, \"\");\n",
+     "class A {\n  static J array(list_t init = {}, int b = {})\n  {\n    return (0;\n  }\n};\n"),
+    # an explicit instantiation, `typename` before a value as an argument and before a macro giving a type
+    ("cpp", "template class file_access<tag, std::filebuf,\n"
+            "                           &std::filebuf::_Myfile>;\n"
+     "template <typename Types>\nvoid G(int i) {\n  G<N>(typename Types::Tail(), result,\n    i + 1);\n"
+     "  typedef typename GTEST_BIND_(TestSel, Type) TestClass;\n}\n",
+     "template class file_access<tag, std::filebuf,\n                           &std::filebuf::_Myfile>;\n"
+     "template <typename Types>\nvoid G(int i) {\n  G<N>(typename Types::Tail(), result,\n    i + 1;\n"
+     "  typedef typename GTEST_BIND_(TestSel, Type) TestClass;\n}\n"),
+    # macros: a specialization's export macro, a matcher's arguments over lines, a pragma macro before a
+    # declaration, one that expands to `try`, one between a function's name and parameters, a calling
+    # convention
+    # after a linkage specification
+    ("cpp", "template <>\nclass GTEST_API_ Matcher<const std::string&>\n"
+            "    : public M<const std::string&> {\n};\n"
+     "MATCHER_P2(EqSumOf, x, y,\n           std::string(n ? \"a\" : \"b\") +\n               P(x)) {\n"
+     "  return 1;\n}\n"
+     "FMT_MSC_WARNING(suppress : 4566) constexpr unsigned char micro[] = \"u\";\n"
+     "void f() {\n  FMT_TRY {\n    auto ec = std::error_code(e, g());\n  }\n}\n"
+     "inline null<> localtime_r FMT_NOMACRO(...) { return null<>(); }\n"
+     "extern \"C\" __declspec(dllimport) int __stdcall WriteConsoleW(  //\n    void*, dword*, void*);\n",
+     "template <>\nclass GTEST_API_ Matcher<const std::string&>\n    : public M<const std::string&> {\n};\n"
+     "void f() {\n  FMT_TRY {\n    auto ec = std::error_code(e, g();\n  }\n}\n"),
+    # a method named by a macro, its parameters on the next line; a macro's arguments that are no expressions
+    ("cpp", "class F {\n  STDMETHOD_(int, CTDecimal)\n  (bool b, char c,  // NOLINT\n   float g) = 0;\n"
+     "  STDMETHOD_(char, CTConst)(int x) const = 0;\n};\n"
+     "static_assert(GMOCK_PP_HAS_COMMA(b, ), \"\");\nstatic_assert(!GMOCK_PP_IS_EMPTY(()), \"\");\n"
+     "static_assert(!GMOCK_PP_IS_BEGIN_PARENS(sss() sss), \"\");\n",
+     "class F {\n  STDMETHOD_(int, CTDecimal)\n  (bool b, char c,  // NOLINT\n   float g = 0;\n"
+     "  STDMETHOD_(char, CTConst)(int x) const = 0;\n};\n"),
+    # a comma list in a trailing `decltype` holding empty braces (nlohmann's from_json.hpp)
+    ("cpp", "template <typename B>\nauto from_json(const B& j, A& arr)\n"
+     "-> decltype(f(j, arr, priority_tag<3> {}),\nj.template get<typename A::value_type>(),\nvoid())\n{\n}\n",
+     "template <typename B>\nauto from_json(const B& j, A& arr)\n"
+     "-> decltype(f(j, arr, priority_tag<3> {}),\nj.template get<typename A::value_type>(),\nvoid())\n{\n"
+     "  g(;\n}\n"),
+    # an indented constructor after two macros; enum bases; a type parameter's default with a declarator
+    ("cpp", "template <typename T> struct A {\n  template <typename... U>\n"
+     "  FMT_CONSTEXPR FMT_INLINE arg_data(const U&... init) : args_{init...} {}\n};\n"
+     "enum : unsigned long long { is_unpacked_bit = 1ULL << 63 };\n"
+     "enum type FMT_ENUM_UNDERLYING_TYPE(unsigned char){none, left,\n    numeric};\n"
+     "template <bool IS_CONSTEXPR, typename T, typename Ptr = const T*>\nauto find(Ptr first) -> bool;\n"
+     "template <typename T, std::size_t N,\n    typename Array = T (&)[N], int M>\nvoid g(Array a);\n",
+     "template <typename T> struct A {\n  template <typename... U>\n"
+     "  FMT_CONSTEXPR FMT_INLINE arg_data(const U&... init : args_{init...} {}\n};\n"
+     "enum : unsigned long long { is_unpacked_bit = 1ULL << 63 };\n"),
+    # an operator called by name starting a statement, a literal operator, explicit instantiation
+    # declarations,
+    # a pointer to member declarator, a dependent type's value with template arguments
+    ("cpp", "void f() {\n  if (a) {\n  }\n  else\n  {\n    operator[](it.key()).merge_patch(it.value());\n"
+            "  }\n"
+     "  return vis(typename basic_format_arg<Context>::handle(arg.value_.custom));\n}\n"
+     "using nlohmann::literals::json_literals::operator \"\" _json; // NOLINT\n"
+     "extern template FMT_API auto thousands_sep_impl<char>(locale_ref)\n    -> thousands_sep_result<char>;\n"
+     "extern template class basic_format<char>;\n"
+     "class N {\n  void (NativeArray::*clone_)(const Element*, size_t);\n};\n",
+     "void f() {\n  if (a) {\n  }\n  else\n  {\n    operator[](it.key()).merge_patch(it.value();\n  }\n"
+     "  return vis(typename basic_format_arg<Context>::handle(arg.value_.custom));\n}\n"),
+])
+def test_more_valid_code_the_grammar_cannot_parse_is_allowed(language: str, text: str, broken: str) -> None:
+    assert parser(language).parse(text.encode()).root_node.has_error
+    assert status(language, text) == "valid"
+    assert status(language, broken) == "invalid"
+
+
+@pytest.mark.parametrize(("language", "prefix"), [
+    # an operand alone on its line after a `|`, in a header's open conditional (siw-abi.h)
+    ("c", "#ifndef S_H\nenum e {\n\tA = (1 << 0),\n\tALL = A_B | A_C |\n\t\t A_D\n};\n\nenum f {\n\tB,\n"),
+    # a function's name alone on its line, its parameters on the next, after a macro call that is its type
+    # (NSPR's plbase64.h)
+    ("c", "#ifndef _p_h\n#define _p_h\n#include \"prtypes.h\"\nPR_BEGIN_EXTERN_C\nPR_EXTERN(char *)\n"
+          "PL_Base64Encode\n(\n    const char *src,\n    PRUint32    srclen,\n"),
+    # an enum cut after the `#define`s that follow its members (linux/xfrm.h)
+    ("c", "enum {\n\tXFRMA_A,\n\tXFRMA_B,\t/* __u32 */\n\t__XFRMA_MAX\n\n"
+          "#define XFRMA_OUT XFRMA_A\t/* Compat */\n"
+          "#define XFRMA_MAX (__XFRMA_MAX - 1)\n"),
+    # a declarator's wrapping macro cut inside its arguments (glibc's timerfd.h)
+    ("c", "extern int __REDIRECT_NTH (timerfd_settime,\n"
+          "                           (int __ufd, int __flags,\n"),
+    # a group of members cut inside
+    ("c", "struct iphdr {\n\t__u8\tttl;\n\t__struct_group(/* no tag */, addrs, /* no attrs */,\n"
+          "\t\t__be32\tsaddr;\n"),
+    # a parameter list cut after a `,` and a comment (Xtransint.h)
+    ("c", "static\tint TRANS(ReadV)(\n    XtransConnInfo,\t/* ciptr */\n"),
+    # a statement macro cut inside its arguments (gmock-function-mocker_test.cc)
+    ("cpp", "template <typename T>\nclass M : public S<T> {\n public:\n  M() {}\n\n"
+            "  MOCK_METHOD(void, Push, (const T& elem),\n"),
+    # a constructor's braced initializer cut inside type arguments (fmt's core.h)
+    ("cpp", "class S {\n public:\n  template <typename... T>\n"
+            "  FMT_CONSTEXPR FMT_INLINE format_arg_store(T&&... args)\n      :\n"
+            "        data_{detail::make_arg<\n            is_packed, Context,\n"),
+    # a template macro cut inside its arguments (fmt's xchar.h)
+    ("cpp", "template <typename S, typename Char = char_t<S>,\n"
+            "          FMT_ENABLE_IF(!std::is_same<Char, char>::value &&\n"),
+    # an initializer cut inside a conditional (gtest-assertion-result.cc)
+    ("cpp", "namespace t {\nA::A(const A& other)\n    : s_(other.s_),\n      m_(other.m_.get() != nullptr\n"
+            "             ? new ::std::string(*other.m_)\n"),
+    # nested classes cut after an initializer's `,` and comment lines (gmock-actions.h)
+    ("cpp", "namespace internal {\ntemplate <typename R>\nclass ReturnAction final {\n private:\n"
+            "  template <typename U>\n  class Impl final {\n   private:\n    struct State {\n"
+            "      explicit State(R&& in)\n          : input_value(std::move(in)),\n"
+            "            // For the same reason as above\n            //\n"),
+    # a template header cut three angle brackets deep (nlohmann's to_json.hpp)
+    ("cpp", "template <\n    typename BasicJsonType, typename T, std::size_t N,\n"
+            "    enable_if_t < !std::is_constructible<typename BasicJsonType::string_t,\n"),
+])
+def test_more_prefixes_stay_incomplete(language: str, prefix: str) -> None:
+    assert status(language, prefix) == "incomplete"
+
+
+def test_a_whole_text_that_leaves_a_macro_call_open_is_broken() -> None:
+    # cut off in a chunk, but a whole write that ends inside the call is broken
+    prefix = "class M {\n public:\n  M() {}\n  MOCK_METHOD(void, Push, (const T& elem),\n"
+    assert status("cpp", prefix) == "incomplete"
+    assert check_syntax_tree("cpp", prefix, partial=False).status == "invalid"
+    wrapper = "extern int __REDIRECT_NTH (timerfd_settime,\n    (int __ufd, int __flags,\n"
+    assert status("c", wrapper) == "incomplete"
+    assert check_syntax_tree("c", wrapper, partial=False).status == "invalid"
+
+
+def test_a_list_of_macro_calls_is_read_whole_after_many_attributes() -> None:
+    # openssl's core_dispatch.h: hundreds of `F(…)` lines; the attributes' scans (each line's call read as an
+    # attribute after the line before) no longer spend the calls' budget
+    body = "".join(f"OSSL_CORE_MAKE_FUNC(int, f{i}, (OSSL_CORE_BIO * bio, void *d, size_t n))\n"
+                   for i in range(400))
+    text = body + ("#define N_L 1\nOSSL_CORE_MAKE_FUNC(const OSSL_PARAM *,\n"
+                   "    g, (const OSSL_CORE_HANDLE *p))\n")
+    assert status("c", text) == "valid"
+    assert status("c", text + "int h(;\nint k;\n") == "invalid"

@@ -8,6 +8,7 @@ gates only Python never imports ``tree_sitter``.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import re
 import threading
@@ -117,6 +118,7 @@ class Grammar:
     angles: bool = False
     """``<`` … ``>`` of type arguments are brackets too: closed in a second try, since a ``<`` in a broken
     region may be a comparison (``Fn<{`` closes as ``}>``)."""
+
     headers: Mapping[str, tuple[bytes, ...]] = field(default_factory=lambda: MappingProxyType({}))
     """A keyword whose header waits for a block (Go's ``if``) → the blocks a completion tries, each written
     after the brackets opened since the last such keyword whose block has not opened, before the rest (``if
@@ -259,25 +261,29 @@ costs no call."""
 _MEMBER_OPERATOR = re.compile(
     rb"(?:->|\.|r(?<!\wr)eturn[ \t]|e(?<!\we)lse[ \t]|\)[ \t])[ \t]*(operator\b[ \t]*"  # (each way in starts
     # with a byte, not ``\b``: re scans for those in C)
-    rb"(?:\(\)|\[\]|->\*?|(?:new|delete)\b(?:\[\])?|[-+*/%^&|~!=<>,]{1,3}|[A-Za-z_]\w*))")
-"""An operator called by name through ``->`` or ``.``, returned or after a condition (``this->operator+(n)``,
-``a.operator bool()``, ``return operator*();``, ``if (a) operator()<bool>(v);``), which tree-sitter-cpp 0.23
-does not parse."""
+    rb"(?:\(\)|\[\]|->\*?|(?:new|delete)\b(?:\[\])?|[-+*/%^&|~!=<>,]{1,3}|[A-Za-z_]\w*))"
+    rb"|[{;}]\s*(operator[ \t]*(?:\(\)|\[\]))(?=[ \t]*\()")
+"""An operator called by name through ``->`` or ``.``, returned, after a condition or starting a statement
+(``this->operator+(n)``, ``a.operator bool()``, ``return operator*();``, ``if (a) operator()<bool>(v);``,
+nlohmann's ``{`` then ``operator[](it.key()).merge_patch(v);``), which tree-sitter-cpp 0.23 does not parse."""
 _ARROW_MEMBER_POINTER = re.compile(rb"(?<=[\w)\]])[ \t]*->(\*)(?=[ \t]*[A-Za-z_])")
 """A pointer to member applied through a pointer (gmock's ``(obj_ptr->*method_ptr)(args...)``), which
 tree-sitter-cpp 0.23 does not parse (``.*`` it does): read as ``->`` and a blank."""
 _DEFAULTED_POINTER = re.compile(rb"(?<=[\w>])[ \t]*(\*)(?=(?:\s|/\*(?:[^*]|\*(?!/)){0,200}\*/)+=(?!=))")
 """An unnamed pointer with a default (``typename std::enable_if<…>::type* = nullptr``, a parameter or a
 template parameter), which tree-sitter-cpp 0.23 does not parse; read without its ``*``."""
-_NESTED = rb"(?:[^();{}]|\((?:[^();{}]|\([^();{}]*\))*\))"
+_NESTED = rb"(?:[^();{}]|\{\}|\((?:[^();{}]|\{\}|\([^();{}]*\))*\))"
+"""Text within parentheses nested two deep, empty braces too (nlohmann's ``decltype(f(j, priority_tag<3> {}),
+…)``)."""
 _DECLTYPE_LIST = re.compile(rb"\bdecltype\s*\((" + _NESTED.replace(b"[^();{}]", b"[^(),;{}]", 1) + rb"*,"
                             + _NESTED + rb"*)\)")
 """``decltype((void)p->find('a'), int())``: a comma expression, which tree-sitter-cpp 0.23 does not parse in
 a ``decltype``; read as a name."""
-_TEMPLATE_MACRO = re.compile(rb"(?<=[<,])\s*([A-Z][A-Z0-9]*_[A-Z0-9_]*[ \t]*\(" + _NESTED + rb"*\))"
-                             rb"(?=\s*[>,])")
-"""A macro call as a template parameter (``template <typename T, FMT_ENABLE_IF(!is_x<T>::value)>``), read as
-a name."""
+_ALL_CAPS_NAME = rb"_?[A-Z][A-Z0-9]*_[A-Z0-9_]*"
+_TEMPLATE_MACRO = re.compile(rb"(?<=[<,])\s*([A-Z][A-Z0-9]*_[A-Z0-9_]*[ \t]*\(" + _NESTED + rb"*"
+                             rb"(?:\)(?=\s*[>,])|\Z))")
+"""A macro call as a template parameter (``template <typename T, FMT_ENABLE_IF(!is_x<T>::value)>``), or one
+the text ends inside (``FMT_ENABLE_IF(!is_x<T>::value &&``), read as a name."""
 _BARE_SWITCH = re.compile(rb"\bswitch\s*\(" + _NESTED + rb"*\)(?=\s*[^\s{])")
 """A ``switch`` whose body is one statement (``switch (0) default: f();``), valid C that tree-sitter-c and
 tree-sitter-cpp reject: read as the statement alone."""
@@ -285,10 +291,10 @@ _TYPE_ARGUMENT = re.compile(rb",\s*(struct|union|enum)[ \t]+\w+\s*\)")
 """A tagged type as a macro's last argument (the kernel's ``_IOR('r', 2, struct binder_t)``), which
 tree-sitter-c reads as no expression: read as the tag's name."""
 _STRING_MACRO = re.compile(rb"//[^\n]*|/\*(?:[^*]|\*(?!/))*\*/|'(?:[^'\\\n]|\\.)*'"
-                           rb"|\"(?:[^\"\\\n]|\\.)*\"(?:[ \t]+([A-Za-z_]\w+)(?=\s*[\"),;]))?")
+                           rb"|(?<!operator )\"(?:[^\"\\\n]|\\.)*\"(?:[ \t]+([A-Za-z_]\w+)(?=\s*[\"),;]))?")
 """A macro that expands to a string literal after a string (``"adir" GTEST_PATH_SEP_ "b"``, ``"%" PRIu64
 ")"``), which tree-sitter-cpp 0.23 does not parse (tree-sitter-c does); comments and literals are matched
-whole so that a quote inside one starts no string."""
+whole so that a quote inside one starts no string; not a literal operator's suffix (``operator "" _json``)."""
 
 
 def _string_for_macro(found: re.Match[bytes]) -> bytes:
@@ -304,9 +310,61 @@ _NEW_CONST = re.compile(rb"\bnew[ \t]+(const)\b")
 _NEW_POINTER_ARRAY = re.compile(rb"\bnew[ \t]+(?:const[ \t]+)?[A-Za-z_][\w:]*+[ \t]*(\*++)(?=[ \t]*\[)")
 """``new const T*[n]``, an array of pointers, which tree-sitter-cpp 0.23 does not parse: read without the
 ``*``."""
-_TYPENAME_VALUE = re.compile(rb"(?:=|\breturn)[ \t]*(typename)[ \t]+\w")
-"""``x = typename T::iterator();``, a value of a dependent type, which tree-sitter-cpp 0.23 does not parse:
-read without the ``typename``."""
+_TYPENAME_VALUE = re.compile(rb"(?:(?:=|\breturn)[ \t]*"
+                             rb"|[(,][ \t]*"
+                             rb"(?=typename[ \t]+[A-Za-z_][\w:<>, \t]{0,200}?::[A-Za-z_]\w*[ \t]*[({]))"
+                             rb"(typename)[ \t]+\w")
+"""``x = typename T::iterator();``, a value of a dependent type, also as an argument (gtest's ``f(typename
+Types::Tail(), r)``, fmt's ``vis(typename basic_format_arg<Context>::handle(v))``; a qualified name called or
+braced, no parameter's type), which tree-sitter-cpp 0.23 does
+not parse: read without the ``typename``."""
+_TYPENAME_MACRO = re.compile(rb"\b(typename[ \t]+" + _ALL_CAPS_NAME + rb"[ \t]*\([^()\n]*\))")
+"""``typename`` before a macro's call that gives a type (gtest's ``typedef typename GTEST_BIND_(TestSel, Type)
+TestClass;``), which tree-sitter-cpp 0.23 does not parse: read as one name."""
+_ENUM_BASE = re.compile(rb"\benum[ \t]*(:[ \t]*[\w: \t]+?)(?=[ \t]*\{)"
+                        rb"|\benum[ \t]+(?:class[ \t]+|struct[ \t]+)?\w+[ \t]+(" + _ALL_CAPS_NAME
+                        + rb"[ \t]*\([^()\n]*\))(?=\s*\{)")
+"""An unnamed enum's underlying type (fmt's ``enum : unsigned long long { is_unpacked_bit = 1ULL << 63 };``),
+which tree-sitter-cpp 0.23 does not parse, or a macro giving a named one's (``enum type
+FMT_ENUM_UNDERLYING_TYPE(unsigned char){``): read without it."""
+_DEFAULT_DECLARATOR_TYPE = re.compile(
+    rb"(?<=[<,])\s*(?:typename|class)[ \t]+\w+[ \t]*"
+    rb"(=[ \t]*(?:const[ \t]+)?[\w:]+[ \t]*(?:\*++(?:[ \t]*const)?|&&?|\(&\)[ \t]*\[\w*\]))(?=[ \t]*[,>])")
+"""A type parameter's default that holds a declarator (fmt's ``typename Ptr = const T*>``, nlohmann's
+``typename Array = T (&)[N],``), which tree-sitter-cpp 0.23 does not parse: read without the default."""
+_DEFAULT_BRACES = re.compile(rb"=[ \t]*(\{\})(?=[ \t]*[,)])")
+"""A parameter's default ``{}`` (nlohmann's ``array(initializer_list_t init = {})``), which tree-sitter-cpp
+0.23 reads as a compound literal missing its type: read as a name."""
+_DELETED_FUNCTION = re.compile(rb"\)[ \t]*(?:(?:const|noexcept|&&?)[ \t]*)*=[ \t]*(delete)(?=[ \t]*;)")
+"""A function declared deleted outside a class (gmock's ``ReturnRefAction<R> ReturnRef(R&&) = delete;``),
+which tree-sitter-cpp 0.23 reads as an initializer missing its operand: read as ``= 0``."""
+_MEMBER_POINTER_TYPE = re.compile(rb"\([ \t]*([A-Za-z_][\w:]*::)\*[ \t]*(?:[A-Za-z_]\w*[ \t]*)?\)")
+"""A pointer to member function's type or declarator (gmock's ``void (C::*)()``, gtest's ``void
+(NativeArray::*clone_)(const Element*, size_t);``), which tree-sitter-cpp 0.23 does not parse: read as a
+function pointer's."""
+_EXPLICIT_INSTANTIATION = re.compile(rb"^[ \t]*(?:((?:extern[ \t]+)?template)(?=[ \t]+(?:class|struct)\b)"
+                                     rb"|extern[ \t]+(template)\b)", re.MULTILINE)
+"""A class template's explicit instantiation (fmt's ``template class file_access<…,
+&std::filebuf::_Myfile>;``), or any one declared ``extern`` (``extern template FMT_API auto f<char>(l) ->
+R;``), which tree-sitter-cpp 0.23 reads as a declaration missing its declarator: read without the
+``template`` (a class's: without its ``extern`` too)."""
+
+
+def _group_filled(fill: bytes, found: re.Match[bytes]) -> bytes:
+    """The match with the group that matched (``found.lastindex``) filled with ``fill``."""
+    group = found.lastindex or 0
+    start, end = found.start(group) - found.start(), found.end(group) - found.start()
+    return found.group()[:start] + fill * (end - start) + found.group()[end:]
+
+
+_blank_group = functools.partial(_group_filled, b" ")
+_underscore_group = functools.partial(_group_filled, b"_")
+
+
+def _as_zero(found: re.Match[bytes]) -> bytes:
+    """``_DELETED_FUNCTION``'s match with its ``delete`` read as ``0``."""
+    start = found.start(1) - found.start()
+    return found.group()[:start] + b"0     " + found.group()[start + 6 :]
 _REFERENCE_INIT = re.compile(
     rb"^[ \t]*+(?:(?:const|static|constexpr|volatile)[ \t]++)*+"
     rb"(?!(?:return|case|delete|throw|co_return|co_yield|goto|else|do|new)\b)[A-Za-z_][\w:]*+(?:<[^<>;\n]{0,200}>)?"
@@ -316,17 +374,22 @@ FilePath& path(IsRoot() ? *this : R());``), which tree-sitter-cpp 0.23 reads as 
 rejects: read without its ``&``."""
 _CPP_LINE = re.compile(rb"[ \t]*(?:namespace(?:[ \t]+\w+)?(?:[ \t]+\w+\([^()\n]*\))?[ \t]*(?:\{|\r?\n)"
                        rb"|template[ \t]*<|using[ \t]+namespace\b"
-                       rb"|extern[ \t]+\"C\+\+\"|class[ \t]+\w+(?:[ \t]+\w+){0,2}[ \t]*(?:final[ \t]*)?[:{])")
+                       rb"|extern[ \t]+\"C\+\+\"|class[ \t]+\w+(?:[ \t]+\w+){0,2}[ \t]*(?:final[ \t]*)?[:{]"
+                       rb"|(?![*/])[^\n/\"']*?(?<![\w:\[])[A-Za-z_]\w*::[A-Za-z_~])")
 """A line only C++ has: a namespace (libstdc++'s ``namespace std _GLIBCXX_VISIBILITY(default)``, its ``{`` on
-the next line), a template, a class (ICU's ``class U_COMMON_API CanonicalIterator U_FINAL : public``)."""
+the next line), a template, a class (ICU's ``class U_COMMON_API CanonicalIterator U_FINAL : public``), a
+name qualified by a scope before any comment or string (ICU's ``utext_openUnicodeString(UText *ut,
+icu::UnicodeString *s,``; not a C23 attribute's ``[[gnu::unused]]``)."""
 _C_STRINGS = re.compile(
     rb"/\*.*?(?:\*/|\Z)|//[^\n]*|(?<!\w)(?:u8|[uUL])?R\"([^()\\ \t\n]{0,16})\(.*?(?:\)\1\"|\Z)"
     rb"|'(?:[^'\\\n]|\\.){1,8}'|\"(?:[^\"\\\n]++|\\.)*+[\"\n]", re.DOTALL)
 """C's comments, C++ raw strings, character literals and strings: a string a line break ends is broken (a
 backslash before the break continues it).  Possessive, as ``_CSS_STRINGS``."""
-_TEMPLATE_HEADS = (b" struct _;", b"> struct _;", b" _> struct _;", b">> struct _;", b" _>> struct _;")
+_TEMPLATE_HEADS = (b" struct _;", b"> struct _;", b" _> struct _;", b">> struct _;", b" _>> struct _;",
+                   b" _>>> struct _;")
 """A template header waiting for its declaration, maybe cut inside its parameters (``template <typename T,
-typename E = std::is_void<``): ``<`` is no bracket to the closers."""
+typename E = std::is_void<``, nlohmann's ``template <`` … ``enable_if_t < !std::is_constructible<typename
+B::string_t,``): ``<`` is no bracket to the closers."""
 _NEXT_INITIALIZER = b" _() {}"
 """A constructor's initializer list cut after a ``,`` (``: a_(m),``, then comment lines, which hide that
 ``,`` from the filler tried after an operator): the next initializer and the constructor's body."""
@@ -461,10 +524,14 @@ GRAMMARS: dict[str, Grammar] = {
         Grammar("cpp", "tree_sitter_cpp", "language", (*_C_LIKE, ')"'), followers=_CPP_FOLLOWERS,
                 terminator=";", conditionals=True, block_end=b"} _;", call_body=b" {}", angles=True,
                 fillers=(*_TEMPLATE_HEADS, _NEXT_INITIALIZER),
-                stand_ins=((_MEMBER_OPERATOR, b"_"), (_ARROW_MEMBER_POINTER, b" "),
+                stand_ins=((_MEMBER_OPERATOR, _underscore_group), (_ARROW_MEMBER_POINTER, b" "),
                            (_DEFAULTED_POINTER, b" "), (_DECLTYPE_LIST, b"_"), (_TEMPLATE_MACRO, b"_"),
                            (_BARE_SWITCH, b" "), (_NEW_CONST, b" "), (_STRING_MACRO, _string_for_macro),
-                           (_TYPENAME_VALUE, b" "), (_REFERENCE_INIT, b" "), (_NEW_POINTER_ARRAY, b" ")),
+                           (_TYPENAME_VALUE, b" "), (_REFERENCE_INIT, b" "), (_NEW_POINTER_ARRAY, b" "),
+                           (_DEFAULT_BRACES, b"_"), (_DELETED_FUNCTION, _as_zero),
+                           (_MEMBER_POINTER_TYPE, b" "), (_EXPLICIT_INSTANTIATION, _blank_group),
+                           (_TYPENAME_MACRO, b"_"), (_ENUM_BASE, _blank_group),
+                           (_DEFAULT_DECLARATOR_TYPE, b" ")),
                 line_strings=_C_STRINGS, statement_lines=True, misread=_CPP_MISREAD),
         Grammar(
             "ruby", "tree_sitter_ruby", "language", ('"', "'", "`", "/", "\n=end\n"),

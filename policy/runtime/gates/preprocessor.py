@@ -38,15 +38,25 @@ _MACRO_NAME = rb"(?:_*[A-Z][A-Z0-9]*_[A-Za-z0-9_]*|_*[A-Z][A-Z0-9]+|__declspec)"
 ``__BEGIN_DECLS``), or Microsoft's ``__declspec`` (``__declspec(align(8))`` alone on its line)."""
 _MACRO_CALL = re.compile(rb"^[ \t]*(" + _MACRO_NAME + rb"[ \t]*\()", re.MULTILINE)
 _LINE_REST = re.compile(
-    rb"[ \t]*(;?)[ \t]*(?://[^\n]*)?(?:\r?\n|$)\s*(?:(?:/\*.{0,2048}?\*/|//[^\n]*)\s*)*(.?)", re.DOTALL)
-"""What follows a macro call: a ``;``, and the first character after the comments of the next lines."""
+    rb"[ \t]*([;,]?)[ \t]*(?://[^\n]*)?(?:\r?\n|$)\s*(?:(?:/\*.{0,2048}?\*/|//[^\n]*)\s*)*(.?)", re.DOTALL)
+"""What follows a macro call: a ``;`` or ``,``, and the first character after the comments of the next
+lines."""
 _MACRO_LINE = re.compile(rb"^[ \t]*+((?:" + _MACRO_NAME + rb"(?!\w)[ \t]*+)++:?)[ \t]*+$", re.MULTILINE)
 """A line that is only macros' names (``FMT_BEGIN_NAMESPACE``, ``GTEST_NO_SANITIZE_A_ GTEST_NO_SANITIZE_B_``),
 maybe an access specifier's (``JSON_PRIVATE_UNLESS_TESTED:``).  Each name ends where its word ends and the
 blanks are possessive, so a line matches in one way only and one that is not such a line fails in time linear
 in its length (without them ``GMOCK_DEFINE_DEFAULT_ACTION_FOR_RETURN_TYPE_(`` was split into names in
 exponentially many ways, and a name then 100,000 blanks took 190 s)."""
-_ALL_CAPS = rb"[A-Z][A-Z0-9]*_[A-Z0-9_]*"
+_BLOCK_MACRO = re.compile(rb"^[ \t]*(_?[A-Z][A-Z0-9_]*)[ \t]*(?=\{[ \t]*(?://[^\n]*)?\r?$)", re.MULTILINE)
+"""An all-caps name starting a statement, before the ``{`` that ends its line (fmt's ``FMT_TRY {``): a macro
+that expands to a keyword, such as ``try``, or to nothing."""
+_NAME_MACRO = re.compile(rb"(?<=[\w>*&])[ \t]+([A-Za-z_]\w*[a-z]\w*)[ \t]+(_?[A-Z][A-Z0-9_]+)(?=[ \t]*\()")
+"""An all-caps name between a declarator's name and its parameters (fmt's ``inline null<> localtime_r
+FMT_NOMACRO(...)``): a macro that expands to nothing (group 2)."""
+_ALL_CAPS = rb"_?[A-Z][A-Z0-9]*_[A-Z0-9_]*"
+"""An all-caps name with an underscore, maybe after one more (an implementation's: gcrypt's
+``_GCRY_GCC_ATTR_SENTINEL(0)``, nettle's ``_NETTLE_ATTRIBUTE_PURE``)."""
+_ALL_CAPS_NAME = re.compile(_ALL_CAPS)
 _SPECIFIER_MACRO = re.compile(rb"(?<![\w.>:])(" + _ALL_CAPS + rb")[ \t]+"
                               rb"(?=~[A-Za-z_]\w*[ \t]*\(|[A-Za-z_]\w*\b[ \t]*(?:[A-Za-z_(*&<]|::"
                               rb"|\r?\n[ \t]*[A-Za-z_]\w*[ \t]*\())")
@@ -61,7 +71,8 @@ _LEADING_MACRO = re.compile(rb"^[ \t]*+((?:(?:" + _ALL_CAPS + rb"|__[a-z]\w*+)[ 
                             rb"(__[a-z]\w*+|[A-Z][A-Z0-9_]*+)[ \t]++"
                             rb"(?=(?:(?:const|volatile)[ \t]+)?(?:(?:struct|union|enum)[ \t]+)?"
                             rb"(?!(?:const|volatile|struct|union|enum)\b)"
-                            rb"([A-Za-z_]\w*+)(?:\([\w \t*]*+\))?[ \t*]+[A-Za-z_]\w*+[ \t]*\()", re.MULTILINE)
+                            rb"([A-Za-z_]\w*+)(?:\([\w \t*]*+\))?[ \t*]+(?:[A-Z][A-Z0-9_]*+[ \t]++)?"
+                            rb"[A-Za-z_]\w*+[ \t]*\()", re.MULTILINE)
 """A name starting a line before a type and a function's name (openssl's ``__owur const BIO_METHOD
 *BIO_f_ssl(``, ``__owur STACK_OF(X509_NAME) *f(``, ``__owur const struct t *f(``, Tcl's ``EXTERN mp_err
 TclBN_mp_add(``), maybe after more of these or all-caps ones (group 1: ``OSSL_DEPRECATEDIN_3_0 __owur
@@ -69,20 +80,41 @@ BIGNUM *f(``, ``__owur __owur T *f(``): an implementation's name or an upper-cas
 specifier or nothing.  Its group 3 is the type, kept whatever read it as a macro before (``__owur
 OSSL_HANDSHAKE_STATE SSL_get_state(``: no calling convention)."""
 _CLASS_MACRO = re.compile(rb"\b(?:class|struct|union)[ \t]+(" + _ALL_CAPS + rb")[ \t]+"
-                          rb"(?=[A-Za-z_]\w*\b\s*(?::(?!:)|\{|final\b))")
-"""The same in a class head (``class GTEST_API_ Cardinality {``)."""
-_CALLING_CONVENTION = rb"(?:" + _ALL_CAPS + rb"|WINAPI|APIENTRY|CALLBACK|NTAPI|WSAAPI)"
-"""An all-caps macro with an underscore, or one of Windows' calling conventions (``DWORD WINAPI f(``)."""
+                          rb"(?=[A-Za-z_]\w*\b\s*(?::(?!:)|\{|final\b|<))")
+"""The same in a class head (``class GTEST_API_ Cardinality {``, ``class GTEST_API_ Matcher<const T&>``)."""
+_CALLING_CONVENTION = (rb"(?:" + _ALL_CAPS
+                       + rb"|WINAPI|APIENTRY|CALLBACK|NTAPI|WSAAPI|__(?:std|c|fast|this|vector)call)")
+"""An all-caps macro with an underscore, or one of Windows' calling conventions (``DWORD WINAPI f(``, fmt's
+``extern "C" __declspec(dllimport) int __stdcall WriteConsoleW(``, which tree-sitter-cpp 0.23 rejects after a
+linkage specification)."""
 _DECLARATOR_MACRO = re.compile(
-    rb"(?:(?<=[*&])|(?<=\w[ \t])(?<!\bstruct[ \t])(?<!\bunion[ \t])(?<!\benum[ \t])(?<!\bclass[ \t]))"
+    rb"(?<=[*&])[ \t]*(_?[A-Z][A-Z0-9_]+)(?=\s+[A-Za-z_]\w*[ \t]*\()"
+    rb"|(?<=\w[ \t])(?<!\bstruct[ \t])(?<!\bunion[ \t])(?<!\benum[ \t])(?<!\bclass[ \t])"
     rb"[ \t]*(" + _CALLING_CONVENTION + rb")(?=\s+[A-Za-z_]\w*[ \t]*\()"
-    rb"|(?<=\()[ \t]*(" + _CALLING_CONVENTION + rb")"
-    rb"(?=(?:[ \t]+|[ \t]*\*[ \t]*)[A-Za-z_]\w*[ \t]*\)[ \t]*\()")
+    rb"|(?<=\()[ \t]*(_?[A-Z][A-Z0-9_]+)"
+    rb"(?=(?:[ \t]+|[ \t]*\*[ \t]*)[A-Za-z_]\w*[ \t]*\)[ \t]*\()"
+    rb"|\b(?:void|char|short|int|long|float|double|signed|unsigned|bool|_Bool"
+    rb"|[A-Z][A-Z0-9_]*[ \t]+[A-Za-z_]\w*)[ \t]+([A-Z][A-Z0-9]+)"
+    rb"(?=\s+[A-Za-z_]\w*[ \t]*\()")
 """The same between a function's type and its name (ICU's ``U_CAPI UFormatter* U_EXPORT2`` or ``U_CAPI
 void U_EXPORT2``, then ``ufmt_open(`` on the next line; not after a tag, ``struct NODE_T f(``; gtest's
-``static DWORD WINAPI ThreadMain(``), or before a function pointer's name (``typedef void (GL_APIENTRYP
-PFNGLPROC) (GLenum t);``, node's ``typedef napi_value(NAPI_CDECL* napi_callback)(``): a calling convention,
+``static DWORD WINAPI ThreadMain(``), or any all-caps name before a function pointer's name (``typedef void
+(GL_APIENTRYP PFNGLPROC) (GLenum t);``, gl.h's ``(APIENTRYP PFNGLTEXIMAGE3DPROC) (``, node's ``typedef
+napi_value(NAPI_CDECL* napi_callback)(``), or any all-caps name between a basic type, or a macro and a
+type, and a function's name (gl.h's ``GLAPI void GLAPIENTRY glClearIndex(``, ``GLAPI GLboolean GLAPIENTRY
+glIsEnabled(``), or after a ``*`` (``const GLubyte * GLAPIENTRY glGetString(``): a calling convention,
 which expands to an attribute, a ``*`` or nothing."""
+_ATTRIBUTE_CALL = re.compile(rb"\b([A-Za-z_]\w*)[ \t]+(" + _ALL_CAPS + rb"[ \t]*\([^()\n]*\))"
+                             rb"(?=\s+\**[A-Za-z_]\w*[ \t]*[;,=(\[])")
+"""An all-caps macro's call between a type and a declarator (Tcl's ``typedef T MP_DEPRECATED(x) name;``, X11's
+``static inline void _X_ATTRIBUTE_PRINTF(2, 3)`` then ``prmsg(`` on the next line): an attribute; not after a
+keyword other than a basic type's (``extern NCURSES_EXPORT(int) f(``: the call is the type)."""
+_DECLARATOR_WRAPPER = re.compile(rb"\b([A-Za-z_]\w*)\s+(__[A-Za-z]\w*|" + _ALL_CAPS + rb")[ \t]*(\()"
+                                 rb"(?=[ \t]*[^\s();{}][^();{}]*\()")
+"""A macro wrapping a declarator whose parameter list it holds, after a type (glibc's ``int`` then ``__NTH
+(tolower (int __c))``, ``extern int __REDIRECT_NTH (timerfd_settime, (int __ufd, …), __timerfd_settime64)``):
+its arguments are blanked (group 3 is its ``(``), so that it reads as a function with no parameters; not an
+attribute, whose arguments start with a ``(`` (``timer __attribute__((aligned(8)))``)."""
 _BEFORE_TYPE = re.compile(rb"(?<![\w.>:])([A-Za-z_]\w*+)[ \t]++(?=(?:[A-Za-z_]\w*+[ \t]+){0,3}?"
                           rb"(?:void|char|short|int|long|float|double|signed|unsigned|bool|_Bool)\b)")
 """A name before a basic type, maybe with a few more names between (``__owur int f(``, ``ossl_noreturn void
@@ -107,6 +139,11 @@ _DECLARATION_END = frozenset(b";,{=")
 _ALIGNMENT_MACRO = re.compile(rb"\b([A-Za-z_]\w*+)[ \t]++(__?[A-Z][A-Z0-9_]*+)(?=[ \t]*[;,=)])")
 """An implementation's all-caps macro after a declarator's name (glibc's ``int __data __ONCE_ALIGNMENT;``,
 X11's ``int sig _X_UNUSED)``)."""
+_FIELD_MACRO = re.compile(rb"(?<![\w.>:*&])([A-Za-z_]\w*)[ \t]+([A-Za-z_]\w*)[ \t]+([A-Z][A-Z0-9_]*)"
+                          rb"(?=[ \t]*[;,)])")
+"""Any all-caps name after a type and a declarator's name (X11's ``CARD32 length B32;``, a bit-field's width):
+a macro, as three names in a row are no declaration."""
+_BASIC_TYPES = frozenset(b"void char short int long float double signed unsigned bool _Bool".split())
 _TAGS = (b"class", b"struct", b"union", b"enum")
 _CONTINUATION = frozenset(b".-+*/%&|^<>=?:,")
 """What the line after a macro call without ``;`` starts with when the call is an operand
@@ -124,8 +161,13 @@ def blank_conditionals(data: bytes, foreign: re.Pattern[bytes] | None = None) ->
     open_branches: list[list[bool]] = []
     """Per open conditional: [a branch was kept, the branch being read is blanked]."""
     branches = 0
-    continued = False
+    continued = in_comment = False
     for line in lines:
+        if in_comment:  # a comment a directive's line opened: blanked with it, up to its end
+            close = line.find(b"*/") + 2
+            in_comment = close == 1
+            out.append(_blank(line) if in_comment else b" " * close + line[close:])
+            continue
         if continued:
             out.append(_blank(line))
             continued = line.rstrip(b"\r\n").endswith(b"\\")
@@ -149,7 +191,22 @@ def blank_conditionals(data: bytes, foreign: re.Pattern[bytes] | None = None) ->
             branch[0] = not branch[1] or branch[0]
         out.append(_blank(line))
         continued = line.rstrip(b"\r\n").endswith(b"\\")
+        in_comment = not continued and _opens_comment(line)
     return b"".join(out)
+
+
+def _opens_comment(line: bytes) -> bool:
+    """Whether ``line`` (a directive's) ends inside a block comment it opens (Xtrans's ``#ifdef
+    XTRANS_TRANSPORT_C /* only provide`` … ``building the transport.c file that has them in */``)."""
+    index = 0
+    while (start := line.find(b"/*", index)) >= 0:
+        if line.find(b"//", index, start) >= 0:
+            return False
+        close = line.find(b"*/", start + 2)
+        if close < 0:
+            return True
+        index = close + 2
+    return False
 
 
 def _foreign_branches(lines: list[bytes], foreign: re.Pattern[bytes]) -> set[int]:
@@ -195,8 +252,9 @@ __LITTLE_ENDIAN : defined(__LITTLE_ENDIAN)``), which tree-sitter-c and -cpp 0.23
 def _readable_condition(text: bytes) -> bytes:
     """A condition's ``text`` (or a line of a directive ``directives_only`` keeps) as tree-sitter reads a
     condition: each header name and string ``_CONDITION_NAME`` finds read as a name of its length, each ``?``
-    and ``:`` as ``|``."""
-    return _CONDITIONAL_OPERATOR.sub(b"|", _CONDITION_NAME.sub(_as_name, text))
+    and ``:`` as ``|``, each ``::`` of a scoped attribute's name as ``__`` (llvm's
+    ``__has_cpp_attribute(gnu::fallthrough)``)."""
+    return _CONDITIONAL_OPERATOR.sub(b"|", _CONDITION_NAME.sub(_as_name, text).replace(b"::", b"__"))
 
 
 def _as_name(found: re.Match[bytes]) -> bytes:
@@ -251,7 +309,8 @@ _DEFINE = re.compile(rb"^[ \t]*#[ \t]*(?:define|undef)\b", re.MULTILINE)
 def blank_listed_defines(data: bytes) -> bytes:
     """``data`` with each ``#define`` and ``#undef`` inside a list blanked: after code that ends with ``,``
     (an enum's ``PTRACE_TRACEME = 0,`` then ``#define PT_TRACE_ME PTRACE_TRACEME``, a struct's declarators
-    ``gap,`` … ``rate,``), or before a ``}`` that code without ``;`` precedes (an enum's last member).
+    ``gap,`` … ``rate,``), or before a ``}`` (or the text's end, maybe after more directives: linux/xfrm.h's
+    enum cut after its ``#define``s) that code without ``;`` precedes (an enum's last member).
     tree-sitter-c reads a directive only where a declaration or statement may start; a compiler reads it
     anywhere.  An object-like macro's body is no grammar, and a function-like one's parameter list is
     checked on its own (``directives_only``)."""
@@ -261,7 +320,7 @@ def blank_listed_defines(data: bytes) -> bytes:
         start = found.start()
         end = _line_end(data, start)
         before = _code_before(data if out is None else out, start, previous_end, previous_before)
-        if before == b"," or (before not in b";{}" and _code_after(data, end) == b"}"):
+        if before == b"," or (before not in b";{}" and _code_after(data, end) in (b"}", b"")):
             out = bytearray(data) if out is None else out
             _blank_span(out, start, end)
             previous_end, previous_before = end, before
@@ -308,8 +367,10 @@ _COMMENTS_WALKED = 16
 
 
 def _code_after(data: bytes, end: int) -> bytes:
-    """The first byte of code from ``end`` on, past blanks and block comments (empty: none)."""
+    """The first byte of code from ``end`` on, past blanks, block comments and directives (empty: none)."""
     index = _skip_comments(data, end)
+    while data.startswith(b"#", index):
+        index = _skip_comments(data, _line_end(data, index))
     return data[index : index + 1]
 
 
@@ -362,6 +423,46 @@ def blank_open_directive(data: bytes) -> bytes:
     return bytes(out)
 
 
+def blank_open_call(data: bytes) -> bytes:
+    """``data`` with the macro call it ends inside blanked from its name on (a statement's, gmock's
+    ``MOCK_METHOD(void, Push, (const T& e),``), or the arguments of a macro wrapping a declarator it ends
+    inside (glibc's ``extern int __REDIRECT_NTH (timerfd_settime,`` then ``(int __ufd,``): the rest of the
+    call is still to come, and its arguments are token lists, no code the text leaves open.  Only where no
+    ``;`` or brace follows the call's ``(``."""
+    after = max(data.rfind(b";"), data.rfind(b"{"), data.rfind(b"}")) + 1
+    call = _MACRO_CALL.search(data, after)
+    if call is not None and _open_to_end(data, call.end() - 1) and _after_statement(data, call.start(1)):
+        return _blanked_from(data, call.start(1))
+    wrapper = _DECLARATOR_WRAPPER.search(data, after)
+    if wrapper is not None and _open_to_end(data, wrapper.start(3)) \
+            and (wrapper.group(1) in _BASIC_TYPES or wrapper.group(1) not in _KEYWORDS):
+        return _blanked_from(data, wrapper.end(3))
+    return data
+
+
+def _blanked_from(data: bytes, start: int) -> bytes:
+    out = bytearray(data)
+    _blank_span(out, start, len(out))
+    return bytes(out)
+
+
+def _open_to_end(data: bytes, opener: int) -> bool:
+    """Whether the ``(`` at ``opener`` is still open at the text's end (strings and comments skipped)."""
+    depth = 0
+    for token in _PARENTHESIS_SCAN.finditer(data, opener):
+        if token.group() == b"(":
+            depth += 1
+        elif token.group() == b")":
+            depth -= 1
+            if depth == 0:
+                return False
+    return depth > 0
+
+
+_PARENTHESIS_SCAN = re.compile(rb"[()]|\"(?:[^\"\\\n]|\\.)*+\"|'(?:[^'\\\n]|\\.)*+'"
+                               rb"|/\*.*?(?:\*/|\Z)|//[^\n]*", re.DOTALL)
+
+
 def blank_macro_calls(data: bytes) -> bytes:
     """``data`` with the macros the grammar cannot expand blanked: each statement that is only a macro call
     (``MOCK_METHOD(void, F, ());``: an upper-case name, balanced parentheses, nothing after but a ``;``; one
@@ -371,7 +472,7 @@ def blank_macro_calls(data: bytes) -> bytes:
     an argument that is no expression or two types in a row."""
     out = bytearray(data)
     directives = _directive_spans(data)
-    budget = [2 * len(data) + _MACRO_SPAN]  # bytes the parenthesis scans may read in all: linear time
+    budget = _scan_budget(data)
 
     def code_at(offset: int) -> bool:
         return bisect.bisect_right(directives, offset) % 2 == 0  # a directive's text is its own
@@ -379,11 +480,23 @@ def blank_macro_calls(data: bytes) -> bytes:
     def code(found: re.Match[bytes]) -> bool:
         return code_at(found.start())
 
+    for found in filter(code, _MEMBER_GROUP.finditer(data)):
+        if budget[0] > 0 and found.group(1) not in _KEYWORDS and _after_statement(data, found.start(1)):
+            _member_group(data, out, found, budget)
+    for found in filter(code, _BLOCK_MACRO.finditer(data)):
+        if found.group(1) not in _KEYWORDS and _after_statement(data, found.start(1)):
+            _blank_span(out, found.start(1), found.end(1))
+    for found in filter(code, _NAME_MACRO.finditer(data)):
+        if found.group(1) not in _KEYWORDS and not _after_tag(data, found.start(1)):  # `enum type M(`: a base
+            _blank_span(out, found.start(2), found.end(2))
     for found in filter(code, _MACRO_LINE.finditer(data)):
         after = _skip_spaces(data, found.end())
-        # not a type whose declarator follows (`T\n*f(void);`) nor a name given a value on the next line
-        # (valgrind's enum member `_VG_USERREQ__MEMCHECK_RECORD_OVERLAP_ERROR` then `= …`)
-        if data[after : after + 1] not in (b"*", b"="):
+        # not a type whose declarator follows (`T\n*f(void);`), a name given a value on the next line
+        # (valgrind's enum member `_VG_USERREQ__MEMCHECK_RECORD_OVERLAP_ERROR` then `= …`) nor a function's
+        # name whose parameters start there (NSPR's `PL_Base64Encode` then `(`), nor an operand (siw-abi.h's
+        # `A = B |` then `C` on the next line)
+        if data[after : after + 1] not in (b"*", b"=", b"(") \
+                and _code_before(data, found.start(), -1, b"") not in _OPERAND_BEFORE:
             _blank_span(out, found.start(1), found.end(1))
     for found in filter(code, _SPECIFIER_MACRO.finditer(data)):
         if _after_tag(data, found.start()):  # `struct A_B x`: a type
@@ -395,42 +508,80 @@ def blank_macro_calls(data: bytes) -> bytes:
     for found in filter(code, _CLASS_MACRO.finditer(data)):
         _blank_span(out, found.start(1), found.end(1))
     for found in filter(code, _DECLARATOR_MACRO.finditer(data)):
-        group = 1 if found.group(1) else 2
-        _blank_span(out, found.start(group), found.end(group))
+        _blank_span(out, found.start(found.lastindex or 0), found.end(found.lastindex or 0))
+    for found in filter(code, _ATTRIBUTE_CALL.finditer(data)):
+        if found.group(1) in _BASIC_TYPES or found.group(1) not in _KEYWORDS:
+            _blank_span(out, found.start(2), found.end(2))
+    for found in filter(code, _DECLARATOR_WRAPPER.finditer(data)):
+        if found.group(1) in _BASIC_TYPES or found.group(1) not in _KEYWORDS:
+            end = _balanced_end(data, found.start(3), budget)
+            if end is not None:
+                _blank_span(out, found.end(3), end - 1)
     for found in filter(code, _BEFORE_TYPE.finditer(data)):
         if found.group(1) not in _KEYWORDS:
             _blank_span(out, found.start(1), found.end(1))
     for found in filter(code, _LEADING_MACRO.finditer(data)):
         if found.group(2) not in _KEYWORDS:
             _blank_span(out, found.start(1), found.end(2))
-            out[found.start(3) : found.end(3)] = found.group(3)
+            # the type kept, but for an indented macro before a constructor in its class (fmt's
+            # `  FMT_CONSTEXPR FMT_INLINE arg_data(`): a member's type is no export macro's name
+            if not (data[found.start()] in b" \t" and _ALL_CAPS_NAME.fullmatch(found.group(3))):
+                out[found.start(3) : found.end(3)] = found.group(3)
     in_line_comment = _LineComments(data)
+    walked = -1
     for found in filter(code, _TRAILING_ATTRIBUTE.finditer(data)):
-        if not in_line_comment(found.start()):
-            _blank_attributes(data, out, found.start(1), data[found.start()] == 41, budget)
+        if found.start(1) >= walked and not in_line_comment(found.start()):
+            walked = _blank_attributes(data, out, found.start(1), data[found.start()] == 41, budget)
     for found in filter(code, _ALIGNMENT_MACRO.finditer(data)):
         if found.group(1) not in _KEYWORDS:
             _blank_span(out, found.start(2), found.end(2))
+    for found in filter(code, _FIELD_MACRO.finditer(data)):
+        type_name, name = found.group(1, 2)
+        if name not in _KEYWORDS and (type_name in _BASIC_TYPES or type_name not in _KEYWORDS):
+            _blank_span(out, found.start(3), found.end(3))
+    for found in filter(code, _OPERAND_CALL.finditer(data)):
+        if out[found.start(1)] == data[found.start(1)]:
+            end = _balanced_end(data, found.end() - 1, budget)
+            if end is not None and data.find(b"\n", found.start(1), end) < 0:
+                _blank_span(out, found.start(1), end)
+                out[found.start(1)] = ord("_")
     declaration_open = _DeclarationOpen(out, lambda offset: not code_at(offset))
+    budget = _scan_budget(data)  # the attributes' scans leave the calls' their own (openssl's lines of calls)
     for found in filter(code, _MACRO_CALL.finditer(data)):
         if out[found.start(1)] != data[found.start(1)]:
             continue  # blanked already, as an attribute (`)`, then `GTEST_LOCK_REQUIRED_(mu) {` on its line)
         if budget[0] <= 0:  # the scans have read all they may: no later call's `)` can be found
             break
         end = _balanced_end(data, found.end() - 1, budget)
-        if end is None or declaration_open(found.start(1)):
+        if end is None:
+            continue
+        opened = declaration_open(found.start(1))
+        rest = _LINE_REST.match(data, end)
+        if rest is not None and rest.group(1) == b",":  # an enumerator (v4l2's `F(FIXED),`), an argument
+            _blank_span(out, found.start(1), end)
+            out[found.start(1)] = ord("_")
+            continue
+        if opened:
             continue
         if data[_skip_spaces(data, end) : _skip_spaces(data, end) + 1] == b"{":  # a body: `MATCHER(a, b) {`
-            out[found.end() : end - 1] = _NOT_NEWLINE.sub(b"_", data[found.end() : end - 1])
+            if end - 1 > found.end():  # one name, also when the arguments span lines
+                _blank_span(out, found.end(), end - 1)
+                out[found.end()] = ord("_")
             continue
-        rest = _LINE_REST.match(data, end)
         if rest is None:
+            specifier = _NEXT_WORD.match(data, end)  # fmt's `FMT_MSC_WARNING(suppress : 4566) constexpr …`
+            if specifier is not None and specifier.group(1) in _KEYWORDS:
+                _blank_span(out, found.start(1), end)
             continue
         if not rest.group(1) and rest.group(2) and rest.group(2)[0] in _CONTINUATION:
             _blank_span(out, found.start(1), end)  # an operand: one name, also when its arguments span lines
             out[found.start(1)] = ord("_")
+        elif (not rest.group(1) and rest.group(2) == b"(" and found.end() - found.start(1) > 3
+              and _parameters_follow(data, rest.start(2), budget)):
+            _blank_span(out, found.start(1), end)  # a method's type and name: `_ _` then `(bool b, …) = 0;`
+            out[found.start(1) : found.start(1) + 3] = b"_ _"
         elif (not rest.group(1) and rest.group(2) and b"\n" not in data[found.start(1) : end]
-              and _function_follows(data, rest.start(2), budget)):
+              and _function_follows(data, rest.start(2), found.group(1), budget)):
             out[found.start(1) : end] = b"_" * (end - found.start(1))  # a type: `NSPR_API( T *)`, then `f(`
         else:
             _blank_span(out, found.start(1), end)
@@ -439,31 +590,102 @@ def blank_macro_calls(data: bytes) -> bytes:
     return bytes(out)
 
 
-def _function_follows(data: bytes, start: int, budget: list[int]) -> bool:
+_MEMBER_GROUP = re.compile(rb"^[ \t]*([A-Za-z_]\w*)[ \t]*\([^()\n]*,[ \t]*\r?\n(?=[^;{}()]*;)", re.MULTILINE)
+"""A macro call whose first line ends with a ``,`` and whose arguments go on with declarations (the kernel's
+``__struct_group(/* no tag */, addrs, /* no attrs */,`` then ``__be32 saddr;`` … ``);``): a group of
+members."""
+_GROUP_SCAN = re.compile(rb"[(){}]|/\*")
+
+
+def _member_group(data: bytes, out: bytearray, found: re.Match[bytes], budget: list[int]) -> None:
+    """The call ``_MEMBER_GROUP`` found written as an anonymous ``struct {`` … ``}`` when its ``)`` closes it
+    before any brace, within ``_MACRO_SPAN`` bytes (or the text ends inside it, the rest still to come): its
+    first line becomes the ``struct {``, its ``)`` the ``}``.  The scan is charged to ``budget``."""
+    depth, index, limit = 1, found.end(), min(len(data), found.end() + _MACRO_SPAN, found.end() + budget[0])
+    close = None
+    while (token := _GROUP_SCAN.search(data, index, limit)) is not None:
+        byte = data[token.start()]
+        if byte == 47:  # a comment
+            end = data.find(b"*/", token.end(), limit)
+            if end < 0:
+                break
+            index = end + 2
+            continue
+        if byte in b"{}":
+            return
+        depth += 1 if byte == 40 else -1
+        if depth == 0:
+            close = token.start()
+            break
+        index = token.end()
+    budget[0] -= (limit if close is None else close) - found.end()
+    line = data[found.start(1) : found.end()].rstrip(b"\r\n")
+    if (close is None and limit < len(data)) or len(line) < len(_STRUCT_HEAD):
+        return
+    out[found.start(1) : found.start(1) + len(line)] = _STRUCT_HEAD.ljust(len(line))
+    if close is not None:
+        out[close] = ord("}")
+
+
+_STRUCT_HEAD = b"struct {"
+
+
+_OPERAND_CALL = re.compile(rb"[-(,!=\[?:+*/%&|^~][ \t]*(" + _ALL_CAPS + rb")[ \t]*\(")
+"""An all-caps macro's call as an operand (after an operator, ``(``, ``[`` or ``,``), read as one name when it
+lies on one line: its arguments are token lists, no expressions (gmock's ``GMOCK_PP_HAS_COMMA(b, )``,
+``GMOCK_PP_IS_BEGIN_PARENS(sss() sss)``)."""
+_NEXT_WORD = re.compile(rb"[ \t]+([A-Za-z_]\w*)")
+
+
+def _parameters_follow(data: bytes, start: int, budget: list[int]) -> bool:
+    """Whether the ``(`` at ``start`` opens a parameter list: its ``)`` followed by ``;``, ``{``, ``=`` or a
+    qualifier (gmock's ``STDMETHOD_(int, CTDecimal)`` then ``(bool b, …) = 0;``: the call is the name)."""
+    end = _balanced_end(data, start, budget)
+    if end is None:  # the text may end inside the list: no `;` or brace after it
+        return len(data) - start < _MACRO_SPAN and _STATEMENT_END.search(data, start) is None
+    after = _skip_comments(data, end)
+    return data[after : after + 1] in (b";", b"{", b"=") or data.startswith(_QUALIFIERS, after)
+
+
+_STATEMENT_END = re.compile(rb"[;{}]")
+
+
+_QUALIFIERS = (b"const", b"override", b"noexcept", b"final", b"volatile")
+
+
+def _scan_budget(data: bytes) -> list[int]:
+    """The bytes one pass's parenthesis scans may read in all: linear time."""
+    return [2 * len(data) + _MACRO_SPAN]
+
+
+def _function_follows(data: bytes, start: int, call: bytes, budget: list[int]) -> bool:
     """Whether a function's declaration or definition starts at ``start`` (the line after a macro call with
-    no ``;``): a name and ``(``, its ``)`` followed by ``;`` or ``{``, or not in the text yet.  The call then
-    expands to the function's type (NSPR's ``NSPR_API( PRFileMap *)`` then ``PR_OpenAnonFileMap(``), not to
-    declarations of its own as the calls of a list do (``DECLARE_ASN1_FUNCTIONS(A)`` then ``…(B)``)."""
-    call = _DECLARATOR_CALL.match(data, start)
-    if call is None or call.group(1) in _KEYWORDS:  # `if (a) {`: a statement, the calls before it too
+    no ``;``, ``call`` its name and ``(``): a name and ``(``, its ``)`` followed by ``;`` or ``{``, or not in
+    the text yet, and not the same macro called again (openssl's ``OSSL_CORE_MAKE_FUNC(…)`` lines).  The call
+    then expands to the function's type (NSPR's ``NSPR_API( PRFileMap *)`` then ``PR_OpenAnonFileMap(``), not
+    to declarations of its own as the calls of a list do (``DECLARE_ASN1_FUNCTIONS(A)`` then ``…(B)``)."""
+    declarator = _DECLARATOR_CALL.match(data, start)
+    if declarator is None or declarator.group(1) in _KEYWORDS or call.rstrip(b"( \t") == declarator.group(1):
+        # `if (a) {`: a statement, the calls before it too; a list of the same macro's calls
         return False
-    end = _balanced_end(data, call.end() - 1, budget)
+    end = _balanced_end(data, declarator.end() - 1, budget)
     if end is None:
         return True
     after = _skip_comments(data, end)
     return after >= len(data) or data[after] in b";{"
 
 
-_DECLARATOR_CALL = re.compile(rb"([A-Za-z_]\w*)[ \t]*\(")
+_DECLARATOR_CALL = re.compile(rb"([A-Za-z_]\w*)\s*\(")
+_OPERAND_BEFORE = frozenset(bytes([byte]) for byte in b"=+-/%&|^!<?(,")
+"""The last code before a line that an operand starts (``_code_before``): not ``*`` (a pointer's type before
+its declarator), ``>`` (a template's header) nor ``:`` (an access specifier)."""
 
 
 def _after_statement(data: bytes, start: int) -> bool:
-    """Whether the text before ``start`` (past blanks) ends a statement, a declaration or a block, or is
-    empty: a declaration may come there, in a struct's body as in a function's."""
-    index = start
-    while index > 0 and data[index - 1] in _BLANKS:
-        index -= 1
-    return index == 0 or data[index - 1] in b";{}"
+    """Whether the text before ``start`` (past blanks and comments, ``_code_before``) ends a statement, a
+    declaration, a block or a directive, or is empty: a declaration may come there, in a struct's body as in a
+    function's."""
+    return _code_before(data, start, -1, b"") in b";{}"
 
 
 def _declaration(out: bytearray, start: int, parenthesis: int, end: int) -> None:
@@ -522,12 +744,13 @@ def _directive_spans(data: bytes) -> list[int]:
 
 
 def _blank_attributes(data: bytes, out: bytearray, start: int, after_parenthesis: bool,
-                      budget: list[int]) -> None:
+                      budget: list[int]) -> int:
     """Blank the attribute macros from ``start`` on (each with its argument list) when a declaration's end
     follows them and, after a ``)``, that ``)`` closes a parameter list (``f (int a) __THROW;``, not the
-    cast in ``(size_t) __n;``)."""
+    cast in ``(size_t) __n;``).  Gives where the walk over them stopped (``start`` if none was made): a walk
+    from any of them reaches the same end with the same outcome (lines of calls ``F(a)`` are walked once)."""
     if after_parenthesis and not _closes_parameters(data, data.rfind(b")", 0, start), budget):
-        return
+        return start
     spans, index = [], start
     while (name := _ATTRIBUTE.match(data, index)) is not None:
         end = name.end()
@@ -535,13 +758,14 @@ def _blank_attributes(data: bytes, out: bytearray, start: int, after_parenthesis
         if data[arguments : arguments + 1] == b"(":
             closed = _balanced_end(data, arguments, budget)
             if closed is None:
-                return
+                return arguments
             end = closed
         spans.append((name.start(), end))
         index = _skip_comments(data, end)
     if spans and data[index : index + 1] and data[index] in _DECLARATION_END:
         for span_start, span_end in spans:
             _blank_span(out, span_start, span_end)
+    return index
 
 
 def _closes_parameters(data: bytes, close: int, budget: list[int]) -> bool:

@@ -70,6 +70,7 @@ from policy.runtime.gates.preprocessor import (
     blank_listed_defines,
     blank_macro_calls,
     blank_named_variadics,
+    blank_open_call,
     blank_open_directive,
     directives_only,
     has_checked_directives,
@@ -346,7 +347,7 @@ def _analyse_tree(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any, pa
     if grammar.conditionals:
         data = blank_named_variadics(blank_continued_comments(data))
         if partial:
-            cut = blank_open_directive(data)
+            cut = blank_open_call(blank_open_directive(data))
             complete, data = ("incomplete", cut) if cut != data else (complete, data)
         if has_checked_directives(data):
             directives = directives_only(data, grammar.line_strings)
@@ -393,7 +394,7 @@ def _completes_as_written(tree_parser: Any, grammar: Grammar, data: bytes,
     errors = _errors(tree, grammar)
     if any(site.end < last_line for site in errors) or _line_broken_strings(grammar, data):
         return False, errors
-    operand = _expects_operand(content)  # `int x = (` closes as ` _)`
+    operand = _operand_expected(grammar, content)  # `int x = (` closes as ` _)`
     ending = (FILLERS[0] if operand else b"") + closers(tree, grammar)
     completed = _parse_appended(tree_parser, data, tree, ending) if ending else tree
     standing = _standing(data, completed, False, grammar) or _unclosed_calls(grammar, data, completed)
@@ -606,9 +607,11 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
     close = plain_close = _closing(opened, grammar)
     # a statement cut before its `;`: `$t = $a['x']` closes as `;}`, `$a = f(\n  1,` as `);`
     statement_end = (grammar.terminator.encode(),) if grammar.terminator else ()
-    operand = _expects_operand(data.rstrip())  # an operator or opener ends the text
+    operand = _operand_expected(grammar, data)  # an operator or opener ends the text
     if operand:
         yield FILLERS[0] + close, False, False
+        if grammar.conditionals and statement_end:  # `int f(\n  a,  /* one */` closes as ` _);`
+            yield FILLERS[0] + close + statement_end[0], False, False
     for filler in (b"", *FILLERS, *grammar.fillers, *statement_end):
         yield filler + close, False, not filler
     for pattern, filler in grammar.continued:
@@ -618,6 +621,11 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
     if angled != close:
         for filler in (b"", b" _", b" : _"):
             yield filler + angled, False, False
+        if grammar.call_body:  # `: data_{make_arg<\n  a,` closes as ` _>} {}} _;`: the constructor's body
+            end = min((angled.find(closer) + 1 for closer in (b")", b"}") if closer in angled), default=0)
+            if end:
+                body = angled[:end] + grammar.call_body + angled[end:].replace(b"}", grammar.block_end)
+                yield (FILLERS[0] if operand else b"") + body, False, False
         for ending in grammar.endings:
             yield angled + ending, False, False  # `T extends Array<\n  infer A,` waiting for `>` and `? :`
     if grammar.parameter_types:
@@ -636,7 +644,8 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
             yield FILLERS[0] + ending, False, False  # `if a ||` closes as ` _ {}}`
     if grammar.block_end and close:
         yield close.replace(b"}", grammar.block_end), False, False
-        yield from _block_end_variants(grammar, opened, operand)
+        conditional = data.rfind(b"?") > max(data.rfind(b";"), data.rfind(b"{"))  # a `?` in the statement
+        yield from _block_end_variants(grammar, opened, operand, conditional)
     arm = _arm_ending(grammar, data, opened)
     if arm:
         yield arm, False, False
@@ -683,6 +692,33 @@ def _expects_operand(content: bytes) -> bool:
     """Whether code stripped of its trailing blanks ends expecting an operand (an operator or an opener:
     ``x = (``, ``recal,`` before a comment, ``f(<<-End),`` before a heredoc's body)."""
     return bool(content) and content[-1] in _OPERAND_EXPECTED
+
+
+def _operand_expected(grammar: Grammar, data: bytes) -> bool:
+    """Whether the text ends expecting an operand (``_expects_operand``), or, in C and C++
+    (``Grammar.conditionals``), ends with a ``,`` and comments after it (``f(\n  a,  /* one */``: a list's
+    next item; a ``{`` before comments opens a block, no operand).  The other grammars' figures were measured
+    on the text's own end, and are kept so."""
+    content = data.rstrip()
+    if _expects_operand(content):
+        return True
+    return grammar.conditionals and _code_end(content).endswith(b",")
+
+
+def _code_end(content: bytes) -> bytes:
+    """``content`` (stripped) without the comments that end it: closed block comments, lines of ``//``
+    comments."""
+    while True:
+        if content.endswith(b"*/"):
+            start = content.rfind(b"/*", 0, len(content) - 2)
+            if start < 0:
+                return content
+            content = content[:start].rstrip()
+            continue
+        line_start = content.rfind(b"\n") + 1
+        if not content[line_start:].lstrip().startswith(b"//"):
+            return content
+        content = content[:line_start].rstrip()
 
 
 _INTERPOLATIONS = (b"#{", b"${")
@@ -778,20 +814,27 @@ def _heredoc_endings(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any,
             yield head + terminator + filler + close, True, False
 
 
-def _block_end_variants(grammar: Grammar, opened: list[tuple[str, int]],
-                        operand: bool) -> Iterator[tuple[bytes, bool, bool]]:
+def _block_end_variants(grammar: Grammar, opened: list[tuple[str, int]], operand: bool,
+                        conditional: bool) -> Iterator[tuple[bytes, bool, bool]]:
     """The closers with each ``}`` as ``Grammar.block_end`` and no terminator before it (an enum's ``{ v = !(a
     ||`` closes as `` _)} _;``), after a filler when the text ends expecting an ``operand``; and with
     ``Grammar.call_body`` after their first ``)`` (a constructor's initializer list cut inside an
-    initializer, ``: a_(b``, closes as ``) {}} _;``)."""
+    initializer, ``: a_(b``, closes as ``) {}} _;``), also after `` : _`` when the text may end inside a
+    ``conditional``'s branch, and after a next initializer when it ends expecting an operand (``: a_(m),``
+    closes as `` _() {}} _;``)."""
     bare = _closing(opened, grammar, terminated=False)
     blocks = bare.replace(b"}", grammar.block_end)
     if operand:
         yield FILLERS[0] + blocks, False, False
+        if grammar.call_body:  # `: a_(m),` then comment lines: the next initializer, the body, `};`s
+            yield FILLERS[0] + b"()" + grammar.call_body + blocks, False, False
     yield blocks, False, False
     if grammar.call_body and b")" in bare:
         end = bare.index(b")") + 1
-        yield bare[:end] + grammar.call_body + bare[end:].replace(b"}", grammar.block_end), False, False
+        body = bare[:end] + grammar.call_body + bare[end:].replace(b"}", grammar.block_end)
+        yield body, False, False
+        if conditional:  # `: m_(a != b\n  ? c` closes as ` : _) {}`
+            yield FILLERS[2] + body, False, False
 
 
 def _function_type(close: bytes, rest: bytes = b"") -> bytes:
