@@ -14,7 +14,8 @@ for each path and each side, one process counts, for the calls of that path
 alone, the instructions executed and the reads and writes that miss the
 last level (code and data), the same in every run.  The calls measured are
 made through ``functools.reduce``, a C function the workload calls nowhere
-else, so callgrind's ``--toggle-collect`` counts exactly those calls.  The
+else, so callgrind's ``--toggle-collect`` counts exactly those calls (with
+the two-line function ``reduce`` applies, the same on both sides).  The
 two sides of a path run at once; each process takes minutes (the imports
 run under valgrind too).
 
@@ -27,13 +28,12 @@ at most 1.0; the exit status says whether the misses meet it.
 from __future__ import annotations
 
 import argparse
-import functools
 import re
 import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
+from functools import partial, reduce
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +69,7 @@ def run_side(side: str, path: str, scopes: int) -> int:
         for state, state_path in workload.scope_states(scope):
             if state_path == path and scope >= WARM_SCOPES:
                 measured += 1
-                functools.reduce(partial(_call, middleware, state, runtime), (0, 0))
+                reduce(partial(_call, middleware, state, runtime), (0, 0))
             else:
                 middleware.after_model(state, runtime)
             workload.rest_of_the_turn(conversation, state["messages"][-1].tool_calls[0])
