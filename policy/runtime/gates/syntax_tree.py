@@ -702,23 +702,32 @@ def _operand_expected(grammar: Grammar, data: bytes) -> bool:
     content = data.rstrip()
     if _expects_operand(content):
         return True
-    return grammar.conditionals and _code_end(content).endswith(b",")
+    return grammar.conditionals and content.endswith(b",", 0, _code_end(content))
 
 
-def _code_end(content: bytes) -> bytes:
-    """``content`` (stripped) without the comments that end it: closed block comments, lines of ``//``
-    comments."""
+def _code_end(content: bytes) -> int:
+    """Where ``content`` (stripped) ends without the comments that end it: closed block comments, lines of
+    ``//`` comments.  Walked back by offsets, each byte once (a copy per comment was quadratic in their
+    number: 40,000 of them took 1.5 s)."""
+    end = len(content)
     while True:
-        if content.endswith(b"*/"):
-            start = content.rfind(b"/*", 0, len(content) - 2)
+        if content.endswith(b"*/", 0, end):
+            start = content.rfind(b"/*", 0, end - 2)
             if start < 0:
-                return content
-            content = content[:start].rstrip()
+                return end
+            end = _blank_before(content, start)
             continue
-        line_start = content.rfind(b"\n") + 1
-        if not content[line_start:].lstrip().startswith(b"//"):
-            return content
-        content = content[:line_start].rstrip()
+        line_start = content.rfind(b"\n", 0, end) + 1
+        if not content[line_start:end].lstrip().startswith(b"//"):  # the line alone: each read once
+            return end
+        end = _blank_before(content, line_start)
+
+
+def _blank_before(data: bytes, end: int) -> int:
+    """``end`` moved back over the blanks (spaces, tabs, line breaks) before it."""
+    while end and data[end - 1] in b" \t\r\n\f\v":
+        end -= 1
+    return end
 
 
 _INTERPOLATIONS = (b"#{", b"${")
