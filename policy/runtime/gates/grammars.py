@@ -8,7 +8,6 @@ gates only Python never imports ``tree_sitter``.
 
 from __future__ import annotations
 
-import functools
 import importlib
 import re
 import threading
@@ -18,6 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from policy.model.validators import SYNTAX_TREE_LANGUAGES
+from policy.runtime.gates.preprocessor import ALL_CAPS
 
 BLOCK_COMMENT_END = "*/"
 _IMPORT_TYPE = re.compile(rb"\bimport\(\s*(?:\"[^\"\n]*\"|'[^'\n]*')\s*\)")
@@ -73,9 +73,10 @@ class Grammar:
     """An opener of a literal that its delimiter (group 1) closes, or the bracket pairing it (Ruby's ``%{``,
     ``%w(``): the last one gives one more tail, tried as the ``tails`` are."""
     stand_ins: tuple[tuple[re.Pattern[bytes], StandIn], ...] = ()
-    """Valid constructs the grammar cannot parse and the byte each byte of their group 1 (or of the whole
-    match) becomes: an identifier or separator of the same length; or a function giving the match's
-    replacement, as long as the match."""
+    """Valid constructs the grammar cannot parse and the byte each byte of the group that matched (the last,
+    ``Match.lastindex``: a pattern of alternatives has one each; the whole match when it has none) becomes: an
+    identifier or separator of the same length; or a function giving the match's replacement, as long as the
+    match."""
     arms: tuple[re.Pattern[bytes], bytes] | None = None
     """What comes right before the opener of a block of arms ``matcher => body`` (Rust's ``macro_rules! m {``,
     ``match x {``), and the arm's rest: a text cut inside a matcher closes it, writes the rest, then closes
@@ -279,7 +280,6 @@ _DECLTYPE_LIST = re.compile(rb"\bdecltype\s*\((" + _NESTED.replace(b"[^();{}]", 
                             + _NESTED + rb"*)\)")
 """``decltype((void)p->find('a'), int())``: a comma expression, which tree-sitter-cpp 0.23 does not parse in
 a ``decltype``; read as a name."""
-_ALL_CAPS_NAME = rb"_?[A-Z][A-Z0-9]*_[A-Z0-9_]*"
 _TEMPLATE_MACRO = re.compile(rb"(?<=[<,])\s*([A-Z][A-Z0-9]*_[A-Z0-9_]*[ \t]*\(" + _NESTED + rb"*"
                              rb"(?:\)(?=\s*[>,])|\Z))")
 """A macro call as a template parameter (``template <typename T, FMT_ENABLE_IF(!is_x<T>::value)>``), or one
@@ -318,11 +318,11 @@ _TYPENAME_VALUE = re.compile(rb"(?:(?:=|\breturn)[ \t]*"
 Types::Tail(), r)``, fmt's ``vis(typename basic_format_arg<Context>::handle(v))``; a qualified name called or
 braced, no parameter's type), which tree-sitter-cpp 0.23 does
 not parse: read without the ``typename``."""
-_TYPENAME_MACRO = re.compile(rb"\b(typename[ \t]+" + _ALL_CAPS_NAME + rb"[ \t]*\([^()\n]*\))")
+_TYPENAME_MACRO = re.compile(rb"\b(typename[ \t]+" + ALL_CAPS + rb"[ \t]*\([^()\n]*\))")
 """``typename`` before a macro's call that gives a type (gtest's ``typedef typename GTEST_BIND_(TestSel, Type)
 TestClass;``), which tree-sitter-cpp 0.23 does not parse: read as one name."""
 _ENUM_BASE = re.compile(rb"\benum[ \t]*(:[ \t]*[\w: \t]+?)(?=[ \t]*\{)"
-                        rb"|\benum[ \t]+(?:class[ \t]+|struct[ \t]+)?\w+[ \t]+(" + _ALL_CAPS_NAME
+                        rb"|\benum[ \t]+(?:class[ \t]+|struct[ \t]+)?\w+[ \t]+(" + ALL_CAPS
                         + rb"[ \t]*\([^()\n]*\))(?=\s*\{)")
 """An unnamed enum's underlying type (fmt's ``enum : unsigned long long { is_unpacked_bit = 1ULL << 63 };``),
 which tree-sitter-cpp 0.23 does not parse, or a macro giving a named one's (``enum type
@@ -350,21 +350,12 @@ R;``), which tree-sitter-cpp 0.23 reads as a declaration missing its declarator:
 ``template`` (a class's: without its ``extern`` too)."""
 
 
-def _group_filled(fill: bytes, found: re.Match[bytes]) -> bytes:
-    """The match with the group that matched (``found.lastindex``) filled with ``fill``."""
-    group = found.lastindex or 0
-    start, end = found.start(group) - found.start(), found.end(group) - found.start()
-    return found.group()[:start] + fill * (end - start) + found.group()[end:]
-
-
-_blank_group = functools.partial(_group_filled, b" ")
-_underscore_group = functools.partial(_group_filled, b"_")
-
-
 def _as_zero(found: re.Match[bytes]) -> bytes:
     """``_DELETED_FUNCTION``'s match with its ``delete`` read as ``0``."""
     start = found.start(1) - found.start()
     return found.group()[:start] + b"0     " + found.group()[start + 6 :]
+
+
 _REFERENCE_INIT = re.compile(
     rb"^[ \t]*+(?:(?:const|static|constexpr|volatile)[ \t]++)*+"
     rb"(?!(?:return|case|delete|throw|co_return|co_yield|goto|else|do|new)\b)[A-Za-z_][\w:]*+(?:<[^<>;\n]{0,200}>)?"
@@ -524,13 +515,13 @@ GRAMMARS: dict[str, Grammar] = {
         Grammar("cpp", "tree_sitter_cpp", "language", (*_C_LIKE, ')"'), followers=_CPP_FOLLOWERS,
                 terminator=";", conditionals=True, block_end=b"} _;", call_body=b" {}", angles=True,
                 fillers=(*_TEMPLATE_HEADS, _NEXT_INITIALIZER),
-                stand_ins=((_MEMBER_OPERATOR, _underscore_group), (_ARROW_MEMBER_POINTER, b" "),
+                stand_ins=((_MEMBER_OPERATOR, b"_"), (_ARROW_MEMBER_POINTER, b" "),
                            (_DEFAULTED_POINTER, b" "), (_DECLTYPE_LIST, b"_"), (_TEMPLATE_MACRO, b"_"),
                            (_BARE_SWITCH, b" "), (_NEW_CONST, b" "), (_STRING_MACRO, _string_for_macro),
                            (_TYPENAME_VALUE, b" "), (_REFERENCE_INIT, b" "), (_NEW_POINTER_ARRAY, b" "),
                            (_DEFAULT_BRACES, b"_"), (_DELETED_FUNCTION, _as_zero),
-                           (_MEMBER_POINTER_TYPE, b" "), (_EXPLICIT_INSTANTIATION, _blank_group),
-                           (_TYPENAME_MACRO, b"_"), (_ENUM_BASE, _blank_group),
+                           (_MEMBER_POINTER_TYPE, b" "), (_EXPLICIT_INSTANTIATION, b" "),
+                           (_TYPENAME_MACRO, b"_"), (_ENUM_BASE, b" "),
                            (_DEFAULT_DECLARATOR_TYPE, b" ")),
                 line_strings=_C_STRINGS, statement_lines=True, misread=_CPP_MISREAD),
         Grammar(

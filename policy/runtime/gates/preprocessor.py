@@ -53,11 +53,12 @@ that expands to a keyword, such as ``try``, or to nothing."""
 _NAME_MACRO = re.compile(rb"(?<=[\w>*&])[ \t]+([A-Za-z_]\w*[a-z]\w*)[ \t]+(_?[A-Z][A-Z0-9_]+)(?=[ \t]*\()")
 """An all-caps name between a declarator's name and its parameters (fmt's ``inline null<> localtime_r
 FMT_NOMACRO(...)``): a macro that expands to nothing (group 2)."""
-_ALL_CAPS = rb"_?[A-Z][A-Z0-9]*_[A-Z0-9_]*"
+ALL_CAPS = rb"_?[A-Z][A-Z0-9]*_[A-Z0-9_]*"
 """An all-caps name with an underscore, maybe after one more (an implementation's: gcrypt's
-``_GCRY_GCC_ATTR_SENTINEL(0)``, nettle's ``_NETTLE_ATTRIBUTE_PURE``)."""
-_ALL_CAPS_NAME = re.compile(_ALL_CAPS)
-_SPECIFIER_MACRO = re.compile(rb"(?<![\w.>:])(" + _ALL_CAPS + rb")[ \t]+"
+``_GCRY_GCC_ATTR_SENTINEL(0)``, nettle's ``_NETTLE_ATTRIBUTE_PURE``): a macro's, as C and C++ write them (the
+C++ stand-ins of ``grammars`` read them too)."""
+_ALL_CAPS_NAME = re.compile(ALL_CAPS)
+_SPECIFIER_MACRO = re.compile(rb"(?<![\w.>:])(" + ALL_CAPS + rb")[ \t]+"
                               rb"(?=~[A-Za-z_]\w*[ \t]*\(|[A-Za-z_]\w*\b[ \t]*(?:[A-Za-z_(*&<]|::"
                               rb"|\r?\n[ \t]*[A-Za-z_]\w*[ \t]*\())")
 """An all-caps name with an underscore before a type and a name (``GTEST_API_ void f();``, ``FMT_CONSTEXPR
@@ -67,7 +68,7 @@ export or attribute macro, which expands
 to a specifier or to nothing; not a type before a function's name at a line's start (``X509_LOOKUP_TYPE
 X509_OBJECT_get_type(``, ``_NAME_CALL``)."""
 _NAME_CALL = re.compile(rb"[ \t]+[A-Za-z_]\w*[ \t]*\(")
-_LEADING_MACRO = re.compile(rb"^[ \t]*+((?:(?:" + _ALL_CAPS + rb"|__[a-z]\w*+)[ \t]++)*?)"
+_LEADING_MACRO = re.compile(rb"^[ \t]*+((?:(?:" + ALL_CAPS + rb"|__[a-z]\w*+)[ \t]++)*?)"
                             rb"(__[a-z]\w*+|[A-Z][A-Z0-9_]*+)[ \t]++"
                             rb"(?=(?:(?:const|volatile)[ \t]+)?(?:(?:struct|union|enum)[ \t]+)?"
                             rb"(?!(?:const|volatile|struct|union|enum)\b)"
@@ -79,10 +80,10 @@ TclBN_mp_add(``), maybe after more of these or all-caps ones (group 1: ``OSSL_DE
 BIGNUM *f(``, ``__owur __owur T *f(``): an implementation's name or an upper-case macro that expands to a
 specifier or nothing.  Its group 3 is the type, kept whatever read it as a macro before (``__owur
 OSSL_HANDSHAKE_STATE SSL_get_state(``: no calling convention)."""
-_CLASS_MACRO = re.compile(rb"\b(?:class|struct|union)[ \t]+(" + _ALL_CAPS + rb")[ \t]+"
+_CLASS_MACRO = re.compile(rb"\b(?:class|struct|union)[ \t]+(" + ALL_CAPS + rb")[ \t]+"
                           rb"(?=[A-Za-z_]\w*\b\s*(?::(?!:)|\{|final\b|<))")
 """The same in a class head (``class GTEST_API_ Cardinality {``, ``class GTEST_API_ Matcher<const T&>``)."""
-_CALLING_CONVENTION = (rb"(?:" + _ALL_CAPS
+_CALLING_CONVENTION = (rb"(?:" + ALL_CAPS
                        + rb"|WINAPI|APIENTRY|CALLBACK|NTAPI|WSAAPI|__(?:std|c|fast|this|vector)call)")
 """An all-caps macro with an underscore, or one of Windows' calling conventions (``DWORD WINAPI f(``, fmt's
 ``extern "C" __declspec(dllimport) int __stdcall WriteConsoleW(``, which tree-sitter-cpp 0.23 rejects after a
@@ -104,12 +105,12 @@ napi_value(NAPI_CDECL* napi_callback)(``), or any all-caps name between a basic 
 type, and a function's name (gl.h's ``GLAPI void GLAPIENTRY glClearIndex(``, ``GLAPI GLboolean GLAPIENTRY
 glIsEnabled(``), or after a ``*`` (``const GLubyte * GLAPIENTRY glGetString(``): a calling convention,
 which expands to an attribute, a ``*`` or nothing."""
-_ATTRIBUTE_CALL = re.compile(rb"\b([A-Za-z_]\w*)[ \t]+(" + _ALL_CAPS + rb"[ \t]*\([^()\n]*\))"
+_ATTRIBUTE_CALL = re.compile(rb"\b([A-Za-z_]\w*)[ \t]+(" + ALL_CAPS + rb"[ \t]*\([^()\n]*\))"
                              rb"(?=\s+\**[A-Za-z_]\w*[ \t]*[;,=(\[])")
 """An all-caps macro's call between a type and a declarator (Tcl's ``typedef T MP_DEPRECATED(x) name;``, X11's
 ``static inline void _X_ATTRIBUTE_PRINTF(2, 3)`` then ``prmsg(`` on the next line): an attribute; not after a
 keyword other than a basic type's (``extern NCURSES_EXPORT(int) f(``: the call is the type)."""
-_DECLARATOR_WRAPPER = re.compile(rb"\b([A-Za-z_]\w*)\s+(__[A-Za-z]\w*|" + _ALL_CAPS + rb")[ \t]*(\()"
+_DECLARATOR_WRAPPER = re.compile(rb"\b([A-Za-z_]\w*)\s+(__[A-Za-z]\w*|" + ALL_CAPS + rb")[ \t]*(\()"
                                  rb"(?=[ \t]*[^\s();{}][^();{}]*\()")
 """A macro wrapping a declarator whose parameter list it holds, after a type (glibc's ``int`` then ``__NTH
 (tolower (int __c))``, ``extern int __REDIRECT_NTH (timerfd_settime, (int __ufd, …), __timerfd_settime64)``):
@@ -128,7 +129,7 @@ noexcept operator private protected public register reinterpret_cast requires re
 signed sizeof static static_assert static_cast struct switch template this thread_local throw try
 typedef typeid typename union unsigned using virtual void volatile while _Alignas _Alignof _Atomic
 _Bool _Noreturn _Static_assert _Thread_local""".split())
-_ATTRIBUTE_NAME = rb"(?:__\w+|" + _ALL_CAPS + rb"|[A-Za-z_]\w*+(?=[ \t]*\(\())"
+_ATTRIBUTE_NAME = rb"(?:__\w+|" + ALL_CAPS + rb"|[A-Za-z_]\w*+(?=[ \t]*\(\())"
 _TRAILING_ATTRIBUTE = re.compile(rb"[)\]](?:\s*+(?:const|volatile|override|final|noexcept)\b)*+"
                                  rb"[ \t]*(?:\r?\n[ \t]*)?(" + _ATTRIBUTE_NAME + rb")")
 """An implementation's name, an all-caps macro or a name called with ``((`` after a declarator's ``)`` or
@@ -630,7 +631,7 @@ def _member_group(data: bytes, out: bytearray, found: re.Match[bytes], budget: l
 _STRUCT_HEAD = b"struct {"
 
 
-_OPERAND_CALL = re.compile(rb"[-(,!=\[?:+*/%&|^~][ \t]*(" + _ALL_CAPS + rb")[ \t]*\(")
+_OPERAND_CALL = re.compile(rb"[-(,!=\[?:+*/%&|^~][ \t]*(" + ALL_CAPS + rb")[ \t]*\(")
 """An all-caps macro's call as an operand (after an operator, ``(``, ``[`` or ``,``), read as one name when it
 lies on one line: its arguments are token lists, no expressions (gmock's ``GMOCK_PP_HAS_COMMA(b, )``,
 ``GMOCK_PP_IS_BEGIN_PARENS(sss() sss)``)."""

@@ -1387,10 +1387,11 @@ def _stand_in(data: bytes, grammar: Grammar) -> bytes:
 
 
 def _filled(fill: StandIn, found: re.Match[bytes]) -> bytes:
-    """The match with its group 1 (or all of it) replaced byte for byte by ``fill`` (or what it gives)."""
+    """The match with the group that matched (or all of it, ``Grammar.stand_ins``) replaced byte for byte by
+    ``fill`` (or what it gives)."""
     if callable(fill):
         return fill(found)
-    group = 1 if found.re.groups else 0
+    group = found.lastindex or 0
     text, start, end = found.group(), found.start(group) - found.start(), found.end(group) - found.start()
     return text[:start] + fill * (end - start) + text[end:]
 
