@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from policy.runtime.gates import syntax_tree
 from policy.runtime.gates.grammars import parser
 from policy.runtime.gates.syntax_tree import check_syntax_tree
 
@@ -555,3 +556,61 @@ def test_a_list_of_macro_calls_is_read_whole_after_many_attributes() -> None:
                    "    g, (const OSSL_CORE_HANDLE *p))\n")
     assert status("c", text) == "valid"
     assert status("c", text + "int h(;\nint k;\n") == "invalid"
+
+
+@pytest.mark.parametrize(("text", "broken"), [
+    # a lowercase storage-class macro (X11's Vendor.h, Intrinsic.h)
+    ("typedef struct W *WidgetClass;\nexternalref WidgetClass vendorShellWidgetClass;\n"
+     "externalref XtConvertArgRec const colorConvertArgs[];\nint x;\n",
+     "typedef struct W *WidgetClass;\nexternalref WidgetClass vendorShellWidgetClass;\n"
+     "externalref XtConvertArgRec const colorConvertArgs[];\nint x = (1;\nint y;\n"),
+    # a qualifier macro on many lines of parameters (X11's Xlib.h): blanked wherever it occurs
+    ("extern Cursor XCreateGlyphCursor(\n    Display*\t\t/* display */,\n    XColor _Xconst *\t/* fg */,\n"
+     "    XColor _Xconst *\t/* bg */\n);\nextern int XStoreColors(\n    Display*\t\t/* display */,\n"
+     "    XColor _Xconst *\t/* color */,\n    int\t\t\t/* ncolors */\n);\n",
+     "extern Cursor XCreateGlyphCursor(\n    Display*\t\t/* display */,\n    XColor _Xconst *\t/* fg */,\n"
+     "    XColor _Xconst *\t/* bg */\n);\nextern int XStoreColors(\n    Display*\t\t/* display */,\n"
+     "    XColor _Xconst *\t/* color */,\n    int\t\t\t/* ncolors */\n;\nint x;\n"),
+    # two macros between a function's type and its name (freeglut_std.h)
+    ("static void FGAPIENTRY FGUNUSED glutInit_ATEXIT_HACK(int *argcp, char **argv) { f(argcp, argv); }\n"
+     "int x;\n",
+     "static void FGAPIENTRY FGUNUSED glutInit_ATEXIT_HACK(int *argcp, char **argv) { f(argcp, argv; }\n"
+     "int x;\n"),
+])
+def test_an_unknown_macro_the_grammar_cannot_place_is_allowed(text: str, broken: str) -> None:
+    assert check_syntax_tree("c", text, partial=True).status != "invalid"
+    assert check_syntax_tree("c", text, partial=False).status == "valid"
+    assert status("c", broken) == "invalid"
+
+
+@pytest.mark.parametrize("prefix", [
+    # glibc's declarations cut after their attribute macros, before the `;` or the next line's attribute
+    "extern ssize_t readlink (const char *__restrict __path,\n\t\t\t char *__restrict __buf, size_t __len)\n"
+    "     __THROW __nonnull ((1, 2)) __wur\n",
+    "extern void swab (const void *__restrict __from, void *__restrict __to,\n\t\t  ssize_t __n) __THROW"
+    " __nonnull ((1, 2))\n    __attr_access ((__read_only__, 1, 3))\n",
+])
+def test_a_declaration_cut_after_its_attributes_is_incomplete(prefix: str) -> None:
+    assert status("c", "#ifndef U_H\n#define U_H 1\n" + prefix) == "incomplete"
+    assert status("c", "#ifndef U_H\n#define U_H 1\n" + prefix + "int x;\n") == "invalid"
+
+
+def test_a_macro_that_gives_a_declarations_type_is_kept() -> None:
+    # ncurses' form.h: `FORM_EXPORT_VAR(T)` expands to the type; the name after it is no attribute macro
+    head = "#ifdef __cplusplus\nextern \"C\" {\n#endif\n/* standard field types */\n"
+    text = head + "".join(f"extern FORM_EXPORT_VAR(FIELDTYPE *) TYPE_{name};\n" for name in ("ALPHA", "ENUM"))
+    end = "#ifdef __cplusplus\n}\n#endif\n"
+    assert status("c", text + end) == "valid"
+    assert status("c", text + "int f(;\n" + end) == "invalid"
+
+
+def test_unknown_macros_are_tried_a_bounded_number_of_times(monkeypatch: pytest.MonkeyPatch) -> None:
+    analysed = []
+    analyse = syntax_tree._analyse
+    monkeypatch.setattr(syntax_tree, "_analyse", lambda *args: analysed.append(1) or analyse(*args))
+    names = " ".join(f"a{index}" for index in range(50))
+    assert status("c", f"int f(void) {{\n  g({names} +);\n  return 0;\n}}\n") == "invalid"
+    assert len(analysed) == 1 + syntax_tree._MACRO_TRIES
+    analysed.clear()
+    assert status("c", "int f(void) {\n  return 0;\n}\n") == "valid"
+    assert len(analysed) == 1  # no try on a valid text

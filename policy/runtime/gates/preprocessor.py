@@ -747,9 +747,10 @@ def _directive_spans(data: bytes) -> list[int]:
 def _blank_attributes(data: bytes, out: bytearray, start: int, after_parenthesis: bool,
                       budget: list[int]) -> int:
     """Blank the attribute macros from ``start`` on (each with its argument list) when a declaration's end
-    follows them and, after a ``)``, that ``)`` closes a parameter list (``f (int a) __THROW;``, not the
-    cast in ``(size_t) __n;``).  Gives where the walk over them stopped (``start`` if none was made): a walk
-    from any of them reaches the same end with the same outcome (lines of calls ``F(a)`` are walked once)."""
+    or the text's end (glibc's ``f (int a) __THROW __wur`` cut before its ``;``) follows them and, after a
+    ``)``, that ``)`` closes a parameter list (``f (int a) __THROW;``, not the cast in ``(size_t) __n;``).
+    Gives where the walk over them stopped (``start`` if none was made): a walk from any of them reaches the
+    same end with the same outcome (lines of calls ``F(a)`` are walked once)."""
     if after_parenthesis and not _closes_parameters(data, data.rfind(b")", 0, start), budget):
         return start
     spans, index = [], start
@@ -763,7 +764,7 @@ def _blank_attributes(data: bytes, out: bytearray, start: int, after_parenthesis
             end = closed
         spans.append((name.start(), end))
         index = _skip_comments(data, end)
-    if spans and data[index : index + 1] and data[index] in _DECLARATION_END:
+    if spans and (index == len(data) or data[index] in _DECLARATION_END):  # the end: a declaration cut there
         for span_start, span_end in spans:
             _blank_span(out, span_start, span_end)
     return index
@@ -788,7 +789,15 @@ def _closes_parameters(data: bytes, close: int, budget: list[int]) -> bool:
         return False
     before = data[max(0, index - 64) : index].rstrip()
     name = _LAST_NAME.search(before)
+    if name is not None and _TYPE_MACRO_START.search(before, 0, name.start()) is not None:
+        return False  # `extern FORM_EXPORT_VAR(FIELDTYPE *) TYPE_ALPHA;`: no type before, a macro type's call
     return before.endswith(b")") or (name is not None and name.group() not in _KEYWORDS)
+
+
+_TYPE_MACRO_START = re.compile(rb"(?:[;{}]|\*/|^[ \t]*#[^\n]*\n)\s*(?:(?:extern|static)\s+)?\Z", re.MULTILINE)
+"""What ends before a name that starts a declaration, maybe after a storage class: a statement's or block's
+end, a comment's or a directive's line; a call of that name is a macro that expands to the declaration's type
+(ncurses' ``extern FORM_EXPORT_VAR(FIELDTYPE *) TYPE_ALPHA;``), not a function's parameters."""
 
 
 _ATTRIBUTE = re.compile(_ATTRIBUTE_NAME)

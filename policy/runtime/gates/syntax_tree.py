@@ -122,12 +122,118 @@ def check_syntax_tree(name: str, text: str, partial: bool, before: str | None = 
     status, sites = _analyse(tree_parser, grammar, data, partial)
     if status != "invalid":
         return INCOMPLETE if status == "incomplete" else VALID
+    errors, excused = sites, _keep
     if before:
-        sites = _introduced(tree_parser, grammar, before.encode("utf-8", "surrogateescape"), data, sites,
-                            partial)
+        excused = _introduced(tree_parser, grammar, before.encode("utf-8", "surrogateescape"), data, partial)
+        sites = excused(sites)
         if not sites:
             return VALID
+    if grammar.reserved and _macro_read(tree_parser, grammar, data, errors, partial, excused):
+        return VALID
     return invalid(_problem(data, min(sites, key=lambda site: site.start)))
+
+
+def _keep(sites: list[Site]) -> list[Site]:
+    return sites
+
+
+_MACRO_TRIES = 8
+"""How many blanked names ``_macro_read`` checks in all: each a check of the whole text."""
+_LINE_TOKENS = re.compile(rb"([A-Za-z_]\w*+)|^[ \t]*[*#].*|/\*.*?(?:\*/|$)|//.*|\"(?:[^\"\\\n]|\\.)*+\"?"
+                          rb"|'(?:[^'\\\n]|\\.)*+'?|([)\]*])|[^\s]", re.MULTILINE)
+"""A name (group 1) or what ends a declaration's part before a macro (group 2), or a directive, comment,
+string or other byte to skip, on one line."""
+_STATEMENT_KEYWORDS = frozenset(b"return case goto sizeof else do _Alignof".split())
+"""Keywords after which a name with arguments is an operand (``return f(a +)``), not a macro in a
+declaration."""
+_ARGUMENTS = re.compile(rb"[ \t]*+\((?:[^()\n]|\((?:[^()\n]|\([^()\n]*+\))*+\))*+\)")
+"""A parenthesized argument list on one line, nested up to three deep."""
+
+
+def _macro_read(tree_parser: Any, grammar: Grammar, data: bytes, errors: list[Site], partial: bool,
+                excused: Callable[[list[Site]], list[Site]]) -> bool:
+    """Whether the text's errors (``errors``; those the file had before the write are ``excused``) go away
+    to none the write brings, one after another, each once a name near it (``_error_names``: alone, or with
+    the parenthesized arguments after it) is blanked, no blanking adding an error on another line: each
+    is then taken for an unknown macro (``externalref``, ``_Xconst``, ``FGUNUSED``) that expands to
+    nothing the grammar needs.  A name blanked so is then tried blanked wherever it occurs (one macro on many
+    lines).  At most ``_MACRO_TRIES`` blanked texts are checked (a check of the whole text each), and only
+    when the gate would block the text."""
+    tries = 0
+    lines = _lines_of(data)
+    while excused(errors):
+        site = min(errors, key=lambda site: site.start)
+        if site.missing in ('"', "'"):
+            return False  # a string a line ends: no name is to blame
+        standing = {lines(other.start) for other in errors} - {lines(site.start)}
+        for name_start, name_end in _error_names(grammar, data, site):
+            if tries == _MACRO_TRIES:
+                return False
+            tries += 1
+            macro = data[name_start:name_end]
+            blanked = data[:name_start] + _NOT_NEWLINE.sub(b" ", macro) + data[name_end:]
+            found = _errors_of(tree_parser, grammar, blanked, partial)
+            if {lines(other.start) for other in found} <= standing:
+                data, errors = blanked, found
+                break
+        else:
+            return False
+        if excused(errors) and tries < _MACRO_TRIES:  # the same macro elsewhere (`_Xconst` on many lines)
+            tries += 1
+            everywhere = _blank_all(data, macro)
+            found = _errors_of(tree_parser, grammar, everywhere, partial)
+            if {lines(other.start) for other in found} < {lines(other.start) for other in errors}:
+                data, errors = everywhere, found
+    return True
+
+
+def _errors_of(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> list[Site]:
+    """The errors that stand in ``data`` (none when it is valid or a cut-off prefix)."""
+    status, found = _analyse(tree_parser, grammar, data, partial)
+    return found if status == "invalid" else []
+
+
+_NOT_NEWLINE = re.compile(rb"[^\n]")
+
+
+def _blank_all(data: bytes, macro: bytes) -> bytes:
+    """``data`` with each occurrence of ``macro`` (a name, maybe with its arguments) as a word blanked."""
+    pattern = re.compile(rb"(?<!\w)" + re.escape(macro) + (rb"(?!\w)" if macro[-1:] != b")" else b""))
+    return pattern.sub(lambda found: _NOT_NEWLINE.sub(b" ", found.group()), data)
+
+
+def _error_names(grammar: Grammar, data: bytes, site: Site) -> Iterator[tuple[int, int]]:
+    """The names on the last line of the error ``site`` spans, then on its first line (an error over a
+    declaration cut after a macro: ``f(a)`` then ``__THROW __nonnull ((1)) __wur``)."""
+    first = data.rfind(b"\n", 0, site.start) + 1
+    last = data.rfind(b"\n", 0, max(site.start, len(data[: site.end].rstrip()))) + 1
+    if first < last:
+        yield from _macro_names(grammar, data, last, data.find(b"\n", last) + 1 or len(data))
+    # on the first line the nearest first, those before the error first (`_Xconst *`: the `*` is the error)
+    names = _macro_names(grammar, data, first, data.find(b"\n", first) + 1 or len(data))
+    yield from sorted(names, key=lambda span: (span[0] >= site.start, abs(site.start - span[1])
+                                               if span[0] < site.start else span[0] - site.start))
+
+
+def _macro_names(grammar: Grammar, data: bytes, start: int, end: int) -> Iterator[tuple[int, int]]:
+    """The names in the line ``data[start:end]`` that are no keyword and in no directive, comment or string
+    (a line starting with ``*`` is taken for a comment's), each alone and, when a ``(`` follows and it comes
+    after a name, a ``)``, ``]`` or ``*`` (in a declaration: ``__THROW __nonnull ((1))``, ``extern
+    FORM_EXPORT_VAR(T *) x;``, not a call in a statement or an operand), with its arguments first."""
+    previous = b""
+    for found in _LINE_TOKENS.finditer(data, start, end):
+        before, previous = previous, found.group() if found.lastindex else b""
+        if found.lastindex != 1 or previous in grammar.reserved:
+            continue
+        arguments = _ARGUMENTS.match(data, found.end())
+        if arguments is not None and before and before not in _STATEMENT_KEYWORDS:
+            yield found.start(), arguments.end()
+        yield found.start(), found.end()
+
+
+def _lines_of(data: bytes) -> Callable[[int], int]:
+    """The line of an offset in ``data``."""
+    return functools.partial(bisect.bisect_right, [found.start() for found in _NEWLINE.finditer(data)])
 
 
 def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> tuple[str, list[Site]]:
@@ -1396,22 +1502,23 @@ def _filled(fill: StandIn, found: re.Match[bytes]) -> bytes:
     return text[:start] + fill * (end - start) + text[end:]
 
 
-def _introduced(tree_parser: Any, grammar: Grammar, old: bytes, data: bytes, sites: list[Site],
-                partial: bool) -> list[Site]:
-    """The sites of ``data`` on no line where ``old`` had an error (lines mapped across the edit)."""
+def _introduced(tree_parser: Any, grammar: Grammar, old: bytes, data: bytes,
+                partial: bool) -> Callable[[list[Site]], list[Site]]:
+    """What keeps, of sites in ``data`` (or in a text of its lines), those on no line where ``old`` had an
+    error (lines mapped across the edit)."""
     status, previous = _analyse(tree_parser, grammar, old, partial)
     if status != "invalid":
-        return sites
+        return lambda sites: sites
     prefix, suffix = _common_ends(old, data)
     shift = len(data) - len(old)
-    line_of = functools.partial(bisect.bisect_right, [found.start() for found in _NEWLINE.finditer(data)])
+    line_of = _lines_of(data)
     lines = set()
     for site in previous:
         if site.start < prefix:  # before the edit (an error spanning it starts on the same line)
             lines.add(line_of(site.start - 1))
         elif site.start >= len(old) - suffix:
             lines.add(line_of(site.start + shift - 1))
-    return [site for site in sites if line_of(site.start - 1) not in lines]
+    return lambda sites: [site for site in sites if line_of(site.start - 1) not in lines]
 
 
 _NEWLINE = re.compile(rb"\n")
