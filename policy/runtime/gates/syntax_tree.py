@@ -122,7 +122,8 @@ def check_syntax_tree(name: str, text: str, partial: bool, before: str | None = 
     status, sites = _analyse(tree_parser, grammar, data, partial)
     if status != "invalid":
         return INCOMPLETE if status == "incomplete" else VALID
-    errors, excused = sites, _keep
+    errors = sites
+    excused: Callable[[list[Site]], list[Site]] = _keep
     if before:
         excused = _introduced(tree_parser, grammar, before.encode("utf-8", "surrogateescape"), data, partial)
         sites = excused(sites)
