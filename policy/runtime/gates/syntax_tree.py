@@ -138,7 +138,8 @@ def _keep(sites: list[Site]) -> list[Site]:
     return sites
 
 
-_MACRO_TRIES = 8
+_QUOTES = frozenset({'"', "'"})
+_MACRO_TRIES = 4
 """How many blanked names ``_macro_read`` checks in all: each a check of the whole text."""
 _LINE_TOKENS = re.compile(rb"([A-Za-z_]\w*+)|^[ \t]*[*#].*|/\*.*?(?:\*/|$)|//.*|\"(?:[^\"\\\n]|\\.)*+\"?"
                           rb"|'(?:[^'\\\n]|\\.)*+'?|([)\]*])|[^\s]", re.MULTILINE)
@@ -160,14 +161,16 @@ def _macro_read(tree_parser: Any, grammar: Grammar, data: bytes, errors: list[Si
     nothing the grammar needs.  A name blanked so is then tried blanked wherever it occurs (one macro on many
     lines).  At most ``_MACRO_TRIES`` blanked texts are checked (a check of the whole text each), and only
     when the gate would block the text."""
+    if any(site.missing in _QUOTES for site in excused(errors)):
+        return False  # a string a line ends: no name is to blame, the write is blocked whatever is blanked
     tries = 0
     lines = _lines_of(data)
+    known: dict[bytes, bool] = {}  # the names blanked so far, and whether each was tried everywhere
     while excused(errors):
         site = min(errors, key=lambda site: site.start)
-        if site.missing in ('"', "'"):
-            return False  # a string a line ends: no name is to blame
         standing = {lines(other.start) for other in errors} - {lines(site.start)}
-        for name_start, name_end in _error_names(grammar, data, site):
+        near = list(dict.fromkeys(_error_names(grammar, data, site)))
+        for name_start, name_end in sorted(near, key=lambda span: data[span[0] : span[1]] not in known):
             if tries == _MACRO_TRIES:
                 return False
             tries += 1
@@ -176,11 +179,13 @@ def _macro_read(tree_parser: Any, grammar: Grammar, data: bytes, errors: list[Si
             found = _errors_of(tree_parser, grammar, blanked, partial)
             if {lines(other.start) for other in found} <= standing:
                 data, errors = blanked, found
+                known.setdefault(macro, False)
                 break
         else:
             return False
-        if excused(errors) and tries < _MACRO_TRIES:  # the same macro elsewhere (`_Xconst` on many lines)
+        if excused(errors) and tries < _MACRO_TRIES and not known.get(macro):  # elsewhere too (`_Xconst`)
             tries += 1
+            known[macro] = True
             everywhere = _blank_all(data, macro)
             found = _errors_of(tree_parser, grammar, everywhere, partial)
             if {lines(other.start) for other in found} < {lines(other.start) for other in errors}:
@@ -198,9 +203,12 @@ _NOT_NEWLINE = re.compile(rb"[^\n]")
 
 
 def _blank_all(data: bytes, macro: bytes) -> bytes:
-    """``data`` with each occurrence of ``macro`` (a name, maybe with its arguments) as a word blanked."""
-    pattern = re.compile(rb"(?<!\w)" + re.escape(macro) + (rb"(?!\w)" if macro[-1:] != b")" else b""))
-    return pattern.sub(lambda found: _NOT_NEWLINE.sub(b" ", found.group()), data)
+    """``data`` with each occurrence of ``macro`` (a name, maybe with its arguments) as a word blanked, but in
+    directives (``#define FGAPIENTRY``)."""
+    pattern = re.compile(rb"(^[ \t]*#(?:[^\n\\]|\\.)*)|(?<!\w)" + re.escape(macro)
+                         + (rb"(?!\w)" if macro[-1:] != b")" else b""), re.MULTILINE | re.DOTALL)
+    return pattern.sub(lambda found: found.group() if found.lastindex
+                       else _NOT_NEWLINE.sub(b" ", found.group()), data)
 
 
 def _error_names(grammar: Grammar, data: bytes, site: Site) -> Iterator[tuple[int, int]]:
