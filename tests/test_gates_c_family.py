@@ -614,3 +614,36 @@ def test_unknown_macros_are_tried_a_bounded_number_of_times(monkeypatch: pytest.
     analysed.clear()
     assert status("c", "int f(void) {\n  return 0;\n}\n") == "valid"
     assert len(analysed) == 1  # no try on a valid text
+
+
+def test_a_member_macro_with_a_comment_after_its_semicolon_is_a_declaration() -> None:
+    # rdma's ib_user_ioctl_verbs.h: `RDMA_UAPI_PTR(void *, p); /* … */` declares a member
+    text = ("struct e {\n\tRDMA_UAPI_PTR(void *, val_ptr); /* pointer to a filter */\n"
+            "\tRDMA_UAPI_PTR(struct e *, next_ptr);\n\t__u16\tlen;\n};\n")
+    assert status("c", text) == "valid"
+    assert status("c", text.replace("__u16\tlen;", "__u16\tlen(;")) == "invalid"
+
+
+def test_a_text_cut_inside_the_last_of_a_line_of_macro_calls_is_incomplete() -> None:
+    # openssl's core_dispatch.h: calls with no `;`, the last cut inside its arguments over lines
+    calls = "".join(f"OSSL_CORE_MAKE_FUNC(int, f{index},\n    (void *vctx, int n))\n" for index in range(3))
+    prefix = ("#ifdef __cplusplus\nextern \"C\" {\n#endif\n" + calls
+              + "OSSL_CORE_MAKE_FUNC(int, provider_register_child_cb,\n    (const OSSL_CORE_HANDLE *handle,\n"
+              + "        int (*create_cb)(const OSSL_CORE_HANDLE *provider, void *cbdata),\n")
+    assert status("c", prefix) == "incomplete"
+    assert status("c", "int f(;\n" + prefix) == "invalid"
+
+
+def test_a_directive_cut_after_a_comment_over_its_continued_lines_is_incomplete() -> None:
+    # libuv's tree.h: a `#define` body holding a comment whose lines end in backslashes, cut after it
+    prefix = ("#define SPLAY_GENERATE(name, type)                                   \\\n"
+              "void name##_SPLAY(struct name *head)                                   \\\n"
+              "{                                                                      \\\n"
+              "}                                                                      \\\n"
+              "/* Splay with either the minimum or the maximum element             \\\n"
+              " * Used to find minimum or maximum element in tree.                 \\\n"
+              " */                                                                 \\\n"
+              "void name##_SPLAY_MINMAX(struct name *head, int __comp)              \\\n"
+              "{                                                                      \\\n")
+    assert status("c", prefix) == "incomplete"
+    assert status("c", "int f(;\n" + prefix) == "invalid"

@@ -38,9 +38,10 @@ _MACRO_NAME = rb"(?:_*[A-Z][A-Z0-9]*_[A-Za-z0-9_]*|_*[A-Z][A-Z0-9]+|__declspec)"
 ``__BEGIN_DECLS``), or Microsoft's ``__declspec`` (``__declspec(align(8))`` alone on its line)."""
 _MACRO_CALL = re.compile(rb"^[ \t]*(" + _MACRO_NAME + rb"[ \t]*\()", re.MULTILINE)
 _LINE_REST = re.compile(
-    rb"[ \t]*([;,]?)[ \t]*(?://[^\n]*)?(?:\r?\n|$)\s*(?:(?:/\*.{0,2048}?\*/|//[^\n]*)\s*)*(.?)", re.DOTALL)
-"""What follows a macro call: a ``;`` or ``,``, and the first character after the comments of the next
-lines."""
+    rb"[ \t]*([;,]?)[ \t]*(?://[^\n]*|/\*(?:[^*\n]|\*(?!/))*+\*/[ \t]*)?(?:\r?\n|$)"
+    rb"\s*(?:(?:/\*.{0,2048}?\*/|//[^\n]*)\s*)*(.?)", re.DOTALL)
+"""What follows a macro call: a ``;`` or ``,`` (maybe then a comment that ends on the line: rdma's
+``RDMA_UAPI_PTR(void *, p); /* … */``), and the first character after the comments of the next lines."""
 _MACRO_LINE = re.compile(rb"^[ \t]*+((?:" + _MACRO_NAME + rb"(?!\w)[ \t]*+)++:?)[ \t]*+$", re.MULTILINE)
 """A line that is only macros' names (``FMT_BEGIN_NAMESPACE``, ``GTEST_NO_SANITIZE_A_ GTEST_NO_SANITIZE_B_``),
 maybe an access specifier's (``JSON_PRIVATE_UNLESS_TESTED:``).  Each name ends where its word ends and the
@@ -403,8 +404,13 @@ def _blank_if_continued(found: re.Match[bytes]) -> bytes:
     comment, end = found.group(), found.end()
     if found.group(1) and (_CONTINUED.match(found.string, end) is not None
                            or (b"\n" not in comment and _CODE_AFTER.match(found.string, end) is not None)):
-        return _NOT_NEWLINE.sub(b" ", comment)
+        return _NOT_CONTINUATION.sub(b" ", comment)  # its lines' backslashes kept: the directive goes on
     return comment
+
+
+_NOT_CONTINUATION = re.compile(rb"[^\n\\]|\\(?!\r?\n)")
+"""A byte that is neither a line break nor the backslash that continues a line (libuv's ``/* Splay … \\``
+then `` * Used … \\`` in a ``#define``)."""
 
 
 def blank_open_directive(data: bytes) -> bytes:
@@ -426,19 +432,29 @@ def blank_open_directive(data: bytes) -> bytes:
 
 def blank_open_call(data: bytes) -> bytes:
     """``data`` with the macro call it ends inside blanked from its name on (a statement's, gmock's
-    ``MOCK_METHOD(void, Push, (const T& e),``), or the arguments of a macro wrapping a declarator it ends
-    inside (glibc's ``extern int __REDIRECT_NTH (timerfd_settime,`` then ``(int __ufd,``): the rest of the
-    call is still to come, and its arguments are token lists, no code the text leaves open.  Only where no
-    ``;`` or brace follows the call's ``(``."""
+    ``MOCK_METHOD(void, Push, (const T& e),``, or the last of a line of calls, openssl's), or the arguments of
+    a macro wrapping a declarator it ends inside (glibc's ``extern int __REDIRECT_NTH (timerfd_settime,``
+    then ``(int __ufd,``): the rest of the call is still to come, and its arguments are token lists, no code
+    the text leaves open.  Only where no ``;`` or brace follows the call's ``(``."""
     after = max(data.rfind(b";"), data.rfind(b"{"), data.rfind(b"}")) + 1
-    call = _MACRO_CALL.search(data, after)
-    if call is not None and _open_to_end(data, call.end() - 1) and _after_statement(data, call.start(1)):
+    call = None
+    for call in _MACRO_CALL.finditer(data, after):  # noqa: B007 (the last: openssl's calls have no `;`)
+        pass
+    if call is not None and _open_to_end(data, call.end() - 1) and (
+            _after_statement(data, call.start(1)) or _after_macro_call(data, call)):
         return _blanked_from(data, call.start(1))
     wrapper = _DECLARATOR_WRAPPER.search(data, after)
     if wrapper is not None and _open_to_end(data, wrapper.start(3)) \
             and (wrapper.group(1) in _BASIC_TYPES or wrapper.group(1) not in _KEYWORDS):
         return _blanked_from(data, wrapper.end(3))
     return data
+
+
+def _after_macro_call(data: bytes, call: re.Match[bytes]) -> bool:
+    """Whether an all-caps macro's ``call`` follows a ``)`` that ends a line: the call before it, a statement
+    with no ``;`` (openssl's lines of ``OSSL_CORE_MAKE_FUNC(…)``)."""
+    name = call.group(1).rstrip(b" \t(")
+    return _ALL_CAPS_NAME.fullmatch(name) is not None and _code_before(data, call.start(1), -1, b"") == b")"
 
 
 def _blanked_from(data: bytes, start: int) -> bytes:
