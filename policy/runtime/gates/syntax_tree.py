@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -122,14 +123,15 @@ def check_syntax_tree(name: str, text: str, partial: bool, before: str | None = 
     status, sites = _analyse(tree_parser, grammar, data, partial)
     if status != "invalid":
         return INCOMPLETE if status == "incomplete" else VALID
-    errors = sites
+    errors, earlier = sites, list[Site]()
     excused: Callable[[list[Site]], list[Site]] = _keep
     if before:
-        excused = _introduced(tree_parser, grammar, before.encode("utf-8", "surrogateescape"), data, partial)
+        excused, earlier = _introduced(tree_parser, grammar, before.encode("utf-8", "surrogateescape"), data,
+                                       partial)
         sites = excused(sites)
         if not sites:
             return VALID
-    if grammar.reserved and _macro_read(tree_parser, grammar, data, errors, partial, excused):
+    if grammar.reserved and _macro_read(tree_parser, grammar, data, errors, partial, excused, earlier):
         return VALID
     return invalid(_problem(data, min(sites, key=lambda site: site.start)))
 
@@ -145,7 +147,8 @@ _LINE_TOKENS = re.compile(rb"([A-Za-z_]\w*+)|^[ \t]*[*#].*|/\*.*?(?:\*/|$)|//.*|
                           rb"|'(?:[^'\\\n]|\\.)*+'?|([)\]*])|[^\s]", re.MULTILINE)
 """A name (group 1) or what ends a declaration's part before a macro (group 2), or a directive, comment,
 string or other byte to skip, on one line."""
-_STATEMENT_KEYWORDS = frozenset(b"return case goto sizeof else do _Alignof".split())
+_STATEMENT_KEYWORDS = frozenset(b"""return case goto sizeof else do _Alignof throw new delete co_return
+co_yield co_await""".split())
 """Keywords after which a name with arguments is an operand (``return f(a +)``), not a macro in a
 declaration."""
 _ARGUMENTS = re.compile(rb"[ \t]*+\((?:[^()\n]|\((?:[^()\n]|\([^()\n]*+\))*+\))*+\)")
@@ -153,14 +156,17 @@ _ARGUMENTS = re.compile(rb"[ \t]*+\((?:[^()\n]|\((?:[^()\n]|\([^()\n]*+\))*+\))*
 
 
 def _macro_read(tree_parser: Any, grammar: Grammar, data: bytes, errors: list[Site], partial: bool,
-                excused: Callable[[list[Site]], list[Site]]) -> bool:
+                excused: Callable[[list[Site]], list[Site]], earlier: list[Site]) -> bool:
     """Whether the text's errors (``errors``; those the file had before the write are ``excused``) go away
     to none the write brings, one after another, each once a name near it (``_error_names``: alone, or with
     the parenthesized arguments after it) is blanked, no blanking adding an error on another line: each
     is then taken for an unknown macro (``externalref``, ``_Xconst``, ``FGUNUSED``) that expands to
     nothing the grammar needs.  A name blanked so is then tried blanked wherever it occurs (one macro on many
-    lines).  At most ``_MACRO_TRIES`` blanked texts are checked (a check of the whole text each), and only
-    when the gate would block the text."""
+    lines).  An error over more than ``_WIDE_LINES`` lines (tree-sitter's recovery from an error that comes
+    back on many lines, in a text cut inside a block: gpgrt's ``const char *_GPGRT__RESTRICT path``) tells
+    no name; there the name nearest each of the errors the file had before the write (``earlier``) inside it
+    is tried blanked wherever it occurs.  At most ``_MACRO_TRIES`` blanked texts are checked (a check of the
+    whole text each), and only when the gate would block the text."""
     if any(site.missing in _QUOTES for site in excused(errors)):
         return False  # a string a line ends: no name is to blame, the write is blocked whatever is blanked
     tries = 0
@@ -169,17 +175,20 @@ def _macro_read(tree_parser: Any, grammar: Grammar, data: bytes, errors: list[Si
     while excused(errors):
         site = min(errors, key=lambda site: site.start)
         standing = {lines(other.start) for other in errors} - {lines(site.start)}
-        near = list(dict.fromkeys(_error_names(grammar, data, site)))
+        wide = lines(site.end) - lines(site.start) > _WIDE_LINES
+        near = list(dict.fromkeys(_wide_names(grammar, data, site, earlier) if wide
+                                  else _error_names(grammar, data, site)))
         for name_start, name_end in sorted(near, key=lambda span: data[span[0] : span[1]] not in known):
             if tries == _MACRO_TRIES:
                 return False
             tries += 1
             macro = data[name_start:name_end]
-            blanked = data[:name_start] + _NOT_NEWLINE.sub(b" ", macro) + data[name_end:]
+            blanked = _blank_all(data, macro) if wide else \
+                data[:name_start] + _NOT_NEWLINE.sub(b" ", macro) + data[name_end:]
             found = _errors_of(tree_parser, grammar, blanked, partial)
             if {lines(other.start) for other in found} <= standing:
                 data, errors = blanked, found
-                known.setdefault(macro, False)
+                known.setdefault(macro, wide)
                 break
         else:
             return False
@@ -209,6 +218,18 @@ def _blank_all(data: bytes, macro: bytes) -> bytes:
                          + (rb"(?!\w)" if macro[-1:] != b")" else b""), re.MULTILINE | re.DOTALL)
     return pattern.sub(lambda found: found.group() if found.lastindex
                        else _NOT_NEWLINE.sub(b" ", found.group()), data)
+
+
+_WIDE_LINES = 3
+_WIDE_NAMES = 4
+"""How many of the earlier errors inside a wide one ``_wide_names`` takes a name from."""
+
+
+def _wide_names(grammar: Grammar, data: bytes, site: Site, earlier: list[Site]) -> Iterator[tuple[int, int]]:
+    """The name nearest each of the first ``_WIDE_NAMES`` errors of ``earlier`` inside ``site``."""
+    inside = [other for other in earlier if site.start <= other.start <= site.end]
+    for other in sorted(inside, key=lambda other: other.start)[:_WIDE_NAMES]:
+        yield from itertools.islice(_error_names(grammar, data, other), 1)
 
 
 def _error_names(grammar: Grammar, data: bytes, site: Site) -> Iterator[tuple[int, int]]:
@@ -1512,22 +1533,26 @@ def _filled(fill: StandIn, found: re.Match[bytes]) -> bytes:
 
 
 def _introduced(tree_parser: Any, grammar: Grammar, old: bytes, data: bytes,
-                partial: bool) -> Callable[[list[Site]], list[Site]]:
+                partial: bool) -> tuple[Callable[[list[Site]], list[Site]], list[Site]]:
     """What keeps, of sites in ``data`` (or in a text of its lines), those on no line where ``old`` had an
-    error (lines mapped across the edit)."""
+    error (lines mapped across the edit), and those errors of ``old`` outside the edit, at their offsets in
+    ``data``."""
     status, previous = _analyse(tree_parser, grammar, old, partial)
     if status != "invalid":
-        return lambda sites: sites
+        return _keep, []
     prefix, suffix = _common_ends(old, data)
     shift = len(data) - len(old)
     line_of = _lines_of(data)
     lines = set()
+    mapped = []
     for site in previous:
         if site.start < prefix:  # before the edit (an error spanning it starts on the same line)
             lines.add(line_of(site.start - 1))
+            mapped.append(site)
         elif site.start >= len(old) - suffix:
             lines.add(line_of(site.start + shift - 1))
-    return lambda sites: [site for site in sites if line_of(site.start - 1) not in lines]
+            mapped.append(Site(site.start + shift, site.end + shift, site.missing))
+    return (lambda sites: [site for site in sites if line_of(site.start - 1) not in lines]), mapped
 
 
 _NEWLINE = re.compile(rb"\n")
