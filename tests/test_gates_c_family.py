@@ -647,3 +647,18 @@ def test_a_directive_cut_after_a_comment_over_its_continued_lines_is_incomplete(
               "{                                                                      \\\n")
     assert status("c", prefix) == "incomplete"
     assert status("c", "int f(;\n" + prefix) == "invalid"
+
+
+def test_an_error_over_many_lines_is_read_by_the_macros_of_the_errors_before_it() -> None:
+    # gpgrt.h (reduced): tree-sitter reads the write's lines and the macro's line before them as one error;
+    # the macro nearest the error the file had before the write, blanked wherever it occurs, mends it
+    before = ("static GPGRT_INLINE void\ngpgrt_annotate_leaked_object (const void *p)\n{\n"
+              "gpgrt_stream_t gpgrt_fopencookie (void *_GPGRT__RESTRICT cookie,\n"
+              "                   void (*fnc) (gpgrt_stream_t, void*), void *fnc_value);\n")
+    chunk = ("gpg_error_t      gpgrt_b64dec_proc (gpgrt_b64state_t state,\n"
+             "                                    void *buffer, size_t length,\n"
+             "                                    size_t *r_nbytes);\n"
+             "gpg_error_t      gpgrt_b64dec_finish (gpgrt_b64state_t state);\n\n\n\f\n"
+             "/*\n * Logging functions\n")
+    assert status("c", before + chunk, before) == "valid"
+    assert status("c", before + chunk.replace("state);", "state;"), before) == "invalid"
