@@ -437,11 +437,14 @@ def blank_open_call(data: bytes) -> bytes:
     then ``(int __ufd,``): the rest of the call is still to come, and its arguments are token lists, no code
     the text leaves open.  Only where no ``;`` or brace follows the call's ``(``."""
     after = max(data.rfind(b";"), data.rfind(b"{"), data.rfind(b"}")) + 1
-    call = None
-    for call in _MACRO_CALL.finditer(data, after):  # noqa: B007 (the last: openssl's calls have no `;`)
+    calls = _MACRO_CALL.finditer(data, after)
+    call = first = next(calls, None)
+    if first is not None and _open_to_end(data, first.end() - 1) and _after_statement(data, first.start(1)):
+        return _blanked_from(data, first.start(1))
+    for call in calls:  # noqa: B007 (the last: openssl's calls have no `;`)
         pass
-    if call is not None and _open_to_end(data, call.end() - 1) and (
-            _after_statement(data, call.start(1)) or _after_macro_call(data, call)):
+    if call is not first and call is not None and _open_to_end(data, call.end() - 1) \
+            and (_after_statement(data, call.start(1)) or _after_macro_call(data, call)):
         return _blanked_from(data, call.start(1))
     wrapper = _DECLARATOR_WRAPPER.search(data, after)
     if wrapper is not None and _open_to_end(data, wrapper.start(3)) \

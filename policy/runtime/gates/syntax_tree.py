@@ -131,8 +131,10 @@ def check_syntax_tree(name: str, text: str, partial: bool, before: str | None = 
         sites = excused(sites)
         if not sites:
             return VALID
-    if grammar.reserved and _macro_read(tree_parser, grammar, data, errors, partial, excused, earlier):
-        return VALID
+    if grammar.reserved:
+        read = _macro_read(tree_parser, grammar, data, errors, partial, excused, earlier)
+        if read is not None:
+            return INCOMPLETE if read == "incomplete" else VALID
     return invalid(_problem(data, min(sites, key=lambda site: site.start)))
 
 
@@ -156,7 +158,7 @@ _ARGUMENTS = re.compile(rb"[ \t]*+\((?:[^()\n]|\((?:[^()\n]|\([^()\n]*+\))*+\))*
 
 
 def _macro_read(tree_parser: Any, grammar: Grammar, data: bytes, errors: list[Site], partial: bool,
-                excused: Callable[[list[Site]], list[Site]], earlier: list[Site]) -> bool:
+                excused: Callable[[list[Site]], list[Site]], earlier: list[Site]) -> str | None:
     """Whether the text's errors (``errors``; those the file had before the write are ``excused``) go away
     to none the write brings, one after another, each once a name near it (``_error_names``: alone, or with
     the parenthesized arguments after it) is blanked, no blanking adding an error on another line: each
@@ -166,10 +168,11 @@ def _macro_read(tree_parser: Any, grammar: Grammar, data: bytes, errors: list[Si
     back on many lines, in a text cut inside a block: gpgrt's ``const char *_GPGRT__RESTRICT path``) tells
     no name; there the name nearest each of the errors the file had before the write (``earlier``) inside it
     is tried blanked wherever it occurs.  At most ``_MACRO_TRIES`` blanked texts are checked (a check of the
-    whole text each), and only when the gate would block the text."""
+    whole text each), and only when the gate would block the text.  Gives the last blanked text's status
+    (``incomplete``: a cut-off prefix; ``invalid``: only errors the file had stand), or None."""
     if any(site.missing in _QUOTES for site in excused(errors)):
-        return False  # a string a line ends: no name is to blame, the write is blocked whatever is blanked
-    tries = 0
+        return None  # a string a line ends: no name is to blame, the write is blocked whatever is blanked
+    tries, status = 0, "invalid"
     lines = _lines_of(data)
     known: dict[bytes, bool] = {}  # the names blanked so far, and whether each was tried everywhere
     while excused(errors):
@@ -180,32 +183,32 @@ def _macro_read(tree_parser: Any, grammar: Grammar, data: bytes, errors: list[Si
                                   else _error_names(grammar, data, site)))
         for name_start, name_end in sorted(near, key=lambda span: data[span[0] : span[1]] not in known):
             if tries == _MACRO_TRIES:
-                return False
+                return None
             tries += 1
             macro = data[name_start:name_end]
             blanked = _blank_all(data, macro) if wide else \
                 data[:name_start] + _NOT_NEWLINE.sub(b" ", macro) + data[name_end:]
-            found = _errors_of(tree_parser, grammar, blanked, partial)
+            found, found_status = _errors_of(tree_parser, grammar, blanked, partial)
             if {lines(other.start) for other in found} <= standing:
-                data, errors = blanked, found
+                data, errors, status = blanked, found, found_status
                 known.setdefault(macro, wide)
                 break
         else:
-            return False
+            return None
         if excused(errors) and tries < _MACRO_TRIES and not known.get(macro):  # elsewhere too (`_Xconst`)
             tries += 1
             known[macro] = True
             everywhere = _blank_all(data, macro)
-            found = _errors_of(tree_parser, grammar, everywhere, partial)
+            found, found_status = _errors_of(tree_parser, grammar, everywhere, partial)
             if {lines(other.start) for other in found} < {lines(other.start) for other in errors}:
-                data, errors = everywhere, found
-    return True
+                data, errors, status = everywhere, found, found_status
+    return status
 
 
-def _errors_of(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> list[Site]:
-    """The errors that stand in ``data`` (none when it is valid or a cut-off prefix)."""
+def _errors_of(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> tuple[list[Site], str]:
+    """The errors that stand in ``data`` (none when it is valid or a cut-off prefix), and its status."""
     status, found = _analyse(tree_parser, grammar, data, partial)
-    return found if status == "invalid" else []
+    return (found if status == "invalid" else []), status
 
 
 _NOT_NEWLINE = re.compile(rb"[^\n]")
