@@ -18,6 +18,8 @@ from collections.abc import Callable
 
 _DIRECTIVE_START = re.compile(rb"^[ \t]*#", re.MULTILINE)
 _DIRECTIVE = re.compile(rb"[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b(.*)")
+_ANY_DIRECTIVE = re.compile(rb"#[ \t]*(?:if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")
+"""What each line ``_DIRECTIVE`` matches holds: one search (from its literal ``#``) finds whether any does."""
 _BLOCK_COMMENT = re.compile(rb"/\*(?:[^*]++|\*(?!/))*+(\*/|\Z)")
 """A block comment, or one open to the end of the text: matched whole, so that no search starts again at an
 opener inside it (one open comment holding many openers was read to its end from each)."""
@@ -50,9 +52,11 @@ exponentially many ways, and a name then 100,000 blanks took 190 s)."""
 _BLOCK_MACRO = re.compile(rb"^[ \t]*(_?[A-Z][A-Z0-9_]*)[ \t]*(?=\{[ \t]*(?://[^\n]*)?\r?$)", re.MULTILINE)
 """An all-caps name starting a statement, before the ``{`` that ends its line (fmt's ``FMT_TRY {``): a macro
 that expands to a keyword, such as ``try``, or to nothing."""
-_NAME_MACRO = re.compile(rb"(?<=[\w>*&])[ \t]+([A-Za-z_]\w*[a-z]\w*)[ \t]+(_?[A-Z][A-Z0-9_]+)(?=[ \t]*\()")
+_NAME_MACRO = re.compile(rb"[ \t](?<=[\w>*&][ \t])[ \t]*([A-Za-z_]\w*[a-z]\w*)[ \t]+(_?[A-Z][A-Z0-9_]+)"
+                         rb"(?=[ \t]*\()")
 """An all-caps name between a declarator's name and its parameters (fmt's ``inline null<> localtime_r
-FMT_NOMACRO(...)``): a macro that expands to nothing (group 2)."""
+FMT_NOMACRO(...)``): a macro that expands to nothing (group 2).  It starts with a blank, the name before it
+looked behind from there: the search skips to blanks rather than trying each byte."""
 ALL_CAPS = rb"_?[A-Z][A-Z0-9]*_[A-Z0-9_]*"
 """An all-caps name with an underscore, maybe after one more (an implementation's: gcrypt's
 ``_GCRY_GCC_ATTR_SENTINEL(0)``, nettle's ``_NETTLE_ATTRIBUTE_PURE``): a macro's, as C and C++ write them (the
@@ -156,6 +160,8 @@ _MACRO_SPAN = 4096
 def blank_conditionals(data: bytes, foreign: re.Pattern[bytes] | None = None) -> bytes:
     """``data`` with its conditional directives and all branches but the compiled-looking one blanked; a
     branch with a line ``foreign`` matches (C++ in a C header) is one a compiler of this language skips."""
+    if _ANY_DIRECTIVE.search(data) is None:  # no line is a conditional's: a loop over lines for nothing
+        return data
     lines = data.splitlines(keepends=True)
     skipped = _foreign_branches(lines, foreign) if foreign is not None else set()
     out: list[bytes] = []
@@ -394,7 +400,13 @@ def blank_continued_comments(data: bytes) -> bytes:
     in a ``#define``), and each one on one line that more code follows on it (``#define F(r) (g(r, 1 /* asn1
     */, 0) && h(r, "P"))``): tree-sitter-c ends the directive there, or misreads the rest of its body, though
     a comment is only a space."""
+    if _CLOSER_FOLLOWED.search(data) is None:  # none is followed so: no Python call per comment for nothing
+        return data
     return _BLOCK_COMMENT.sub(_blank_if_continued, data)
+
+
+_CLOSER_FOLLOWED = re.compile(rb"\*/[ \t]*+(?:\\\r?\n|[^\s\\])")
+"""A ``*/`` followed as a comment ``blank_continued_comments`` blanks is (``_CONTINUED``, ``_CODE_AFTER``)."""
 
 
 def _blank_if_continued(found: re.Match[bytes]) -> bytes:
