@@ -437,6 +437,15 @@ def test_comment_lines_after_a_backslash_or_before_a_quote_are_not_cut(text: str
     assert shortening.shortened(text.encode(), comment_lines=True) is None
 
 
+def test_a_comment_line_holding_a_semicolon_or_parenthesis_is_not_cut() -> None:
+    # the last `;` or brace before a macro call left open decides whether the preprocessor blanks the call,
+    # even inside a comment: such a line ends the run cut (it once changed a verdict)
+    text = "FOO_BAR(x,\nint z;" + COMMENT_LINES["line comments"](600) + "\n// f(a);" \
+        + COMMENT_LINES["block comments"](1_000)
+    cut = shortening.shortened(text.encode(), comment_lines=True)
+    assert cut is not None and b"// f(a);" in cut.text and b"// note 599" in cut.text
+
+
 @pytest.mark.parametrize("language", ["c", "cpp"])
 def test_a_c_text_that_completes_as_written_is_not_preprocessed(
         language: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -153,7 +153,7 @@ _TAGS = (b"class", b"struct", b"union", b"enum")
 _CONTINUATION = frozenset(b".-+*/%&|^<>=?:,")
 """What the line after a macro call without ``;`` starts with when the call is an operand
 (``ON_CALL(…)\n.Will…``, ``ASSERT_DEATH(…)\n<< "…"``): the call is read as a name then."""
-_MACRO_SPAN = 4096
+MACRO_SPAN = 4096
 """The longest macro call blanked, in bytes."""
 
 
@@ -612,9 +612,9 @@ _GROUP_SCAN = re.compile(rb"[(){}]|/\*")
 
 def _member_group(data: bytes, out: bytearray, found: re.Match[bytes], budget: list[int]) -> None:
     """The call ``_MEMBER_GROUP`` found written as an anonymous ``struct {`` … ``}`` when its ``)`` closes it
-    before any brace, within ``_MACRO_SPAN`` bytes (or the text ends inside it, the rest still to come): its
+    before any brace, within ``MACRO_SPAN`` bytes (or the text ends inside it, the rest still to come): its
     first line becomes the ``struct {``, its ``)`` the ``}``.  The scan is charged to ``budget``."""
-    depth, index, limit = 1, found.end(), min(len(data), found.end() + _MACRO_SPAN, found.end() + budget[0])
+    depth, index, limit = 1, found.end(), min(len(data), found.end() + MACRO_SPAN, found.end() + budget[0])
     close = None
     while (token := _GROUP_SCAN.search(data, index, limit)) is not None:
         byte = data[token.start()]
@@ -655,7 +655,7 @@ def _parameters_follow(data: bytes, start: int, budget: list[int]) -> bool:
     qualifier (gmock's ``STDMETHOD_(int, CTDecimal)`` then ``(bool b, …) = 0;``: the call is the name)."""
     end = _balanced_end(data, start, budget)
     if end is None:  # the text may end inside the list: no `;` or brace after it
-        return len(data) - start < _MACRO_SPAN and _STATEMENT_END.search(data, start) is None
+        return len(data) - start < MACRO_SPAN and _STATEMENT_END.search(data, start) is None
     after = _skip_comments(data, end)
     return data[after : after + 1] in (b";", b"{", b"=") or data.startswith(_QUALIFIERS, after)
 
@@ -668,7 +668,7 @@ _QUALIFIERS = (b"const", b"override", b"noexcept", b"final", b"volatile")
 
 def _scan_budget(data: bytes) -> list[int]:
     """The bytes one pass's parenthesis scans may read in all: linear time."""
-    return [2 * len(data) + _MACRO_SPAN]
+    return [2 * len(data) + MACRO_SPAN]
 
 
 def _function_follows(data: bytes, start: int, call: bytes, budget: list[int]) -> bool:
@@ -785,7 +785,7 @@ def _closes_parameters(data: bytes, close: int, budget: list[int]) -> bool:
     """Whether the ``)`` at ``close`` ends a parameter list: its ``(`` follows a name that is no keyword, or
     a ``)`` (``(*f)(int)``)."""
     depth, index = 0, close
-    limit = max(0, close - min(_MACRO_SPAN, budget[0]))
+    limit = max(0, close - min(MACRO_SPAN, budget[0]))
     while index >= limit:
         byte = data[index]
         if byte == 41:
@@ -876,7 +876,7 @@ _TO_BLANK = bytes(byte if byte in b"\r\n" else 32 for byte in range(256))
 def _balanced_end(data: bytes, start: int, budget: list[int]) -> int | None:
     """The offset after the ``)`` matching the ``(`` at ``start`` (``_scan_balanced``), its scan charged to
     ``budget``."""
-    end, scanned = _scan_balanced(data, start, min(len(data), start + min(_MACRO_SPAN, budget[0])))
+    end, scanned = _scan_balanced(data, start, min(len(data), start + min(MACRO_SPAN, budget[0])))
     budget[0] -= scanned
     return end
 

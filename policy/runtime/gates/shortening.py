@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from policy.runtime.gates.preprocessor import MACRO_SPAN
+
 _REPEAT_UNIT = 16
 """The longest unit whose repeats at the end of a text ``shortened`` reads fewer of."""
 REPEATS_KEPT = 256
@@ -85,44 +87,50 @@ def _repeats_cut(data: bytes) -> Shortened | None:
     return Shortened(data[:short], short - best_unit, size, short // START_SHARE, short)
 
 
+_PLAIN = rb"\\\"';{}()\[\]?\n"
+"""What a comment in a line ``_comment_lines_cut`` cuts never holds: a backslash, a quote, none of
+``;{}()[]?`` (which the gate's and the preprocessor's scans read even inside comments: the last ``;`` or
+brace before a macro call left open, a ``?`` before the end; or start from: a bracket), no line break."""
 _COMMENT_LINES_REVERSED = re.compile(
-    rb"(?:/\*[^*/\n\\\"']*+\*/\n|[^\n\\/*\"']*+//[ \t]*+\n"  # the common lines first: one class each
-    rb"|[ \t\r]*+(?:/\*[^*/\n\\\"']*+(?:(?:\*(?!/)|/(?!\*))[^*/\n\\\"']*+)*+\*/[ \t]*+)?\n"
-    rb"|(?:[^\n\\/*\"']++|/(?!/[ \t]*+\n))*+//[ \t]*+\n)*+")
+    rb"(?:/\*[^*/" + _PLAIN + rb"]*+\*/\n|[^/*" + _PLAIN + rb"]*+//[ \t]*+\n"  # the common lines first
+    rb"|[ \t\r]*+(?:/\*[^*/" + _PLAIN + rb"]*+(?:(?:\*(?!/)|/(?!\*))[^*/" + _PLAIN + rb"]*+)*+\*/[ \t]*+)?\n"
+    rb"|(?:[^/*" + _PLAIN + rb"]++|/(?!/[ \t]*+\n))*+//[ \t]*+\n)*+")
 """The lines at the end of a text, read backwards (the text reversed), that are blank, one block comment
-(``/* … */`` holding no other ``/*`` or ``*/``) or one ``//`` comment (holding no ``*``), with no backslash
-and no quote: each up to and with the line break before it.  Each class runs possessively to a byte that
-may end it: one pass in C (1 ms on 400 KB)."""
+(``/* … */`` holding no other ``/*`` or ``*/``) or one ``//`` comment (holding no ``*``), each holding
+nothing of ``_PLAIN``: each up to and with the line break before it.  Each class runs possessively to a byte
+that may end it: one pass in C (1 ms on 400 KB)."""
 
 
 def _comment_lines_cut(data: bytes) -> Shortened | None:
     """``data`` with the comment lines (``_COMMENT_LINES_REVERSED``) that end it cut in their middle: the
-    first ones (the first, or all in the whole's start checked on its own when that holds up to
-    ``REPEATS_KEPT`` of them) and the last ``REPEATS_KEPT`` kept.
+    last ``REPEATS_KEPT`` kept, and the first ones, up to ``MACRO_SPAN`` bytes after the code with the last
+    (the preprocessor's scans from the code read that far, and tell a text that ends within their reach from
+    one that goes on), and those in the whole's start checked on its own when that holds up to
+    ``REPEATS_KEPT`` more.
 
     C and C++ code cut off, then 20,000 different comment lines (``int f(\\n  a,`` then ``/* note N */``
-    lines): a comment is an extra that tree-sitter reads alike between any two tokens, and a comment line
-    holding no quote, backslash or other comment opener changes nothing the gate's scans read (its strings,
-    tails and the preprocessor's passes), so the shorter text is a cut-off prefix, or broken, where the whole
-    is.  Without the cut each ending the gate tries (``f(\\n  a,`` … `` _);``) is a parse of the whole run,
-    since the comments move into the list the ending closes, and the preprocessor's passes read it all.  The
-    whole's start is checked on its own where it lies in what is kept; a start holding more comment lines
-    than that reads as the shorter text does, and is not checked apart."""
+    lines): a comment is an extra that tree-sitter reads alike between any two tokens, and comment lines as
+    ``_COMMENT_LINES_REVERSED`` reads them change nothing the gate's scans read (its strings, tails and the
+    preprocessor's passes), so the shorter text is a cut-off prefix, or broken, where the whole is.  Without
+    the cut each ending the gate tries (``f(\\n  a,`` … `` _);``) is a parse of the whole run, since the
+    comments move into the list the ending closes, and the preprocessor's passes read it all.  The whole's
+    start is checked on its own where it lies in what is kept; a start holding more comment lines than that
+    reads as the shorter text does, and is not checked apart."""
     found = _COMMENT_LINES_REVERSED.match(data[::-1])  # (it matches, maybe nothing)
     run = found.end() if found is not None else 0
     code_end = len(data) - run  # the line break that ends the code's last line
     if run < REPEATS_CUT or code_end <= 0 or data[:code_end].rstrip(b"\r").endswith(b"\\"):
         return None  # (a backslash would continue the code's line into the first comment line)
-    share = len(data) // START_SHARE
-    start = data.find(b"\n", share) + 1  # the whole's start checked on its own, when it has one
-    head = data.find(b"\n", code_end + 1)
-    if head < start - 1 and data.count(b"\n", code_end, start) <= REPEATS_KEPT + 1:
-        head = start - 1
     last = len(data)
     for _ in range(REPEATS_KEPT):
-        last = data.rfind(b"\n", head, last)
-        if last <= head:
+        last = data.rfind(b"\n", code_end + 1, last)
+        if last < 0:
             return None
+    head = data.find(b"\n", max(code_end + 1, code_end + MACRO_SPAN + 1 - (len(data) - last)))
+    share = len(data) // START_SHARE
+    start = data.find(b"\n", share) + 1  # the whole's start checked on its own, when it has one
+    if head < start - 1 and data.count(b"\n", head, start) <= REPEATS_KEPT:
+        head = start - 1
     if last - head < REPEATS_CUT:
         return None
     return Shortened(data[:head] + data[last:], head, len(data), share, head + 1)
