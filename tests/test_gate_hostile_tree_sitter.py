@@ -446,6 +446,16 @@ def test_a_comment_line_holding_a_semicolon_or_parenthesis_is_not_cut() -> None:
     assert cut is not None and b"// f(a);" in cut.text and b"// note 599" in cut.text
 
 
+def test_the_comment_lines_cut_keep_what_the_preprocessors_scans_read() -> None:
+    # the member-group scan from `FOO_BAR(` reads 4 KB and rewrites the call when the text ends within them: a
+    # cut that kept less after the code made this broken text a cut-off prefix
+    forms = ["/* {} **/", "  ", "// {} a/b", "/* {} */"]
+    lines = (forms[n % 4].format(n * 7919 % 1000) for n in range(1_100))
+    text = "FOO_BAR(x,\n/* 1 **/\nint z2;\n" + "\n".join(lines)
+    assert shortening.shortened(text.encode(), comment_lines=True) is not None
+    assert check_syntax_tree("c", text, partial=True).status == "invalid"
+
+
 @pytest.mark.parametrize("language", ["c", "cpp"])
 def test_a_c_text_that_completes_as_written_is_not_preprocessed(
         language: str, monkeypatch: pytest.MonkeyPatch) -> None:
