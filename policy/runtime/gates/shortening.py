@@ -119,7 +119,8 @@ def _comment_lines_cut(data: bytes) -> Shortened | None:
     found = _COMMENT_LINES_REVERSED.match(data[::-1])  # (it matches, maybe nothing)
     run = found.end() if found is not None else 0
     code_end = len(data) - run  # the line break that ends the code's last line
-    if run < REPEATS_CUT or code_end <= 0 or data[:code_end].rstrip(b"\r").endswith(b"\\"):
+    continued = data[max(0, code_end - 2) : code_end].rstrip(b"\r").endswith(b"\\")
+    if run < REPEATS_CUT or code_end <= 0 or continued:
         return None  # (a backslash would continue the code's line into the first comment line)
     last = len(data)
     for _ in range(REPEATS_KEPT):
