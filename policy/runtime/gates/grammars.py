@@ -291,10 +291,12 @@ _TYPE_ARGUMENT = re.compile(rb",\s*(struct|union|enum)[ \t]+\w+\s*\)")
 """A tagged type as a macro's last argument (the kernel's ``_IOR('r', 2, struct binder_t)``), which
 tree-sitter-c reads as no expression: read as the tag's name."""
 _STRING_MACRO = re.compile(rb"//[^\n]*|/\*(?:[^*]|\*(?!/))*\*/|'(?:[^'\\\n]|\\.)*'"
-                           rb"|(?<!operator )\"(?:[^\"\\\n]|\\.)*\"(?:[ \t]+([A-Za-z_]\w+)(?=\s*[\"),;]))?")
+                           rb"|\"(?<!operator \")(?:[^\"\\\n]|\\.)*\"(?:[ \t]+([A-Za-z_]\w+)(?=\s*[\"),;]))?")
 """A macro that expands to a string literal after a string (``"adir" GTEST_PATH_SEP_ "b"``, ``"%" PRIu64
 ")"``), which tree-sitter-cpp 0.23 does not parse (tree-sitter-c does); comments and literals are matched
-whole so that a quote inside one starts no string; not a literal operator's suffix (``operator "" _json``)."""
+whole so that a quote inside one starts no string; not a literal operator's suffix (``operator "" _json``).
+Each alternative starts with its literal (the operator is looked behind from the quote): searches skip to
+them."""
 
 
 def _string_for_macro(found: re.Match[bytes]) -> bytes:
