@@ -410,14 +410,14 @@ it, ``$`` a name or ``(``)."""
 _RAW_NAME = re.compile(rb"raw(?<![\w#$']raw)(?!\w)(?![ \t]+(?:const|mut)\b)")
 """``raw`` used as a name (syn's ``Option<raw>``, ``input.peek(raw)``), a keyword to tree-sitter-rust 0.24
 (``&raw const x``): read as ``___``."""
-_NEGATIVE_IMPL = re.compile(rb"\bimpl[ \t]+(!)(?=!|[A-Za-z_][\w:]*[ \t]*\{)")
+_NEGATIVE_IMPL = re.compile(rb"impl(?<!\wimpl)[ \t]+(!)(?=!|[A-Za-z_][\w:]*[ \t]*\{)")
 """``impl !Trait {}``, ``impl !! {}``: a negative impl with no type (rustc parses it under ``#[cfg]``),
 which tree-sitter-rust 0.24 does not know: read without its ``!``."""
-_UNIT_STRUCT_WHERE = re.compile(rb"\bstruct[ \t]+\w+\s*(where\b[^;{}()]*);")
+_UNIT_STRUCT_WHERE = re.compile(rb"struct(?<!\wstruct)[ \t]+\w+\s*(where\b[^;{}()]*);")
 """A unit struct with a where clause (``struct _Test where Error: Send;``), which tree-sitter-rust 0.24 does
 not know: the clause read as blanks (its line breaks kept)."""
 
-_FIELD_ATTRIBUTE = re.compile(rb"(?<=[{,])[ \t\r\n]*+"
+_FIELD_ATTRIBUTE = re.compile(rb"[{,][ \t\r\n]*+"
                               rb"(#\[(?:[^\[\]()\n]++|\((?:[^()\n]++|\([^()\n]*+\))*+\))*+\])"
                               rb"(?=\s*+(?:#\[|\.\.|(?:ref[ \t]+|mut[ \t]+)*[A-Za-z_]\w*+\s*+[:,}]))")
 """An attribute on a field after ``{`` or ``,`` (``L { #[cfg(x)] inner: l, .. }``), which tree-sitter-rust

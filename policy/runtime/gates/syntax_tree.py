@@ -194,6 +194,8 @@ def _open_comment(tree_parser: Any, grammar: Grammar,
         closer = tail.encode()
         nested = _open_nested_comment(grammar, data) if tail == BLOCK_COMMENT_END else None
         completed = data + closer * (nested[1] if nested is not None else 1)  # Rust's: one per comment open
+        if nested is not None:  # a line end after it: the closers below then leave the comment's token be
+            completed += b"\n"  # (else tree-sitter reads it again: 20 KB, a parse's time), as Rust reads it
         tree = tree_parser.parse(completed)
         found = _comment_start(tree, data, opener, len(completed.rstrip(b"\n")))
         if found is None:
