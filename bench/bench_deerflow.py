@@ -2,23 +2,35 @@
 
     .venv/bin/python bench/bench_deerflow.py [--rounds 5] [--turns 4000] [--no-logging] [--warm-caches]
 
-The baseline, ``DeerFlowLoopDetection`` below, restates DeerFlow's middleware
-method for method (bytedance/deer-flow, ``backend/packages/harness/deerflow/
-agents/middlewares/loop_detection_middleware.py``: ``_normalize_tool_call_args``,
-``_stable_tool_key``, ``_hash_tool_calls``, and of ``LoopDetectionMiddleware``
-``after_model`` -> ``_apply`` -> ``_track_and_check``, ``_get_thread_id``,
-``_get_run_id``, ``_pending_key``, ``_evict_if_needed``, ``_queue_pending_warning``
-with its touch and prune helpers, ``_append_text``, ``_build_hard_stop_update``,
-``wrap_model_call`` -> ``_augment_request``; ``_bounded_dict.BoundedDict``) with
-its defaults, texts and log records: per call a JSON key per tool call and an
-MD5 of the sorted batch, a list of recent hashes with ``count``, a deque and
+The baseline, ``DeerFlowLoopDetection`` below, restates DeerFlow's middleware on
+the paths this bench runs (bytedance/deer-flow at ``f1f4af99``, 2026-08-22,
+``backend/packages/harness/deerflow/agents/middlewares/loop_detection_middleware.py``:
+``_normalize_tool_call_args``, ``_stable_tool_key``, ``_hash_tool_calls``, and of
+``LoopDetectionMiddleware`` ``after_model`` -> ``_apply`` -> ``_track_and_check``,
+``_get_thread_id``, ``_get_run_id``, ``_pending_key``, ``_evict_if_needed``,
+``_queue_pending_warning`` with its touch and prune helpers, ``_append_text``,
+``_build_hard_stop_update``, ``wrap_model_call`` -> ``_augment_request`` ->
+``_drain_pending_warnings``, ``_format_warning_message``, ``after_agent`` ->
+``_clear_current_run_pending_warnings``; ``_bounded_dict.BoundedDict``) with its
+defaults, texts and log records: per call a JSON key per tool call and an MD5
+of the sorted batch, a list of recent hashes with ``count``, a deque and
 ``Counter`` of tool names, a warning queue drained into the next request as a
-``HumanMessage``, and on a stop a deep copy of the response metadata and a
-copy of the message without its tool calls.  Where DeerFlow's loop-detection
-lifecycle note (newer than the code) differs, the note is followed, as
-``builtin:deerflow`` does: state is per (thread, run) and a warning does not
-cut frequency counting short (the per-call work is the same).  DeerFlow
-cannot be imported here.
+``HumanMessage``, and on a stop a deep copy of the response metadata and a copy
+of the message without its tool calls (``consume_stop_reason``, ``reset`` and
+the async hooks are not on these paths and are left out).  Where DeerFlow's
+loop-detection lifecycle note differs, the note is followed, as
+``builtin:deerflow`` does; its commit (``36ce7590b7``) is not in the snapshot
+read, so that part follows the note's text.  That adds work HEAD's code does not
+do: state keyed by (thread, run), computed once per call, where HEAD keys by the
+thread id; frequency counted on a warning's turn, where HEAD returns at the
+first warning; and the warning marked and logged once selected.  Run against
+HEAD's own class (loaded with only ``typing.override`` shimmed, one thread id per
+scope standing in for the run id), interleaved, 5 rounds each, this baseline
+cost 1.04-1.06x HEAD's on allow (the run key), 1.04-1.08x on warn and
+0.99-1.02x on stop, logging as in production or off (2 Dec 2026, load 3.1): a
+ratio under 1.0 by less than that is not conclusive.  A run without an id keeps HEAD's fallback
+(``str(id(runtime))``; the note's, anchored to ``Runtime.control``, is not
+needed: every run here has an id).  DeerFlow cannot be imported here.
 
 Workload (the same for both, in one process): ``--turns`` turns of one bash
 call, in run scopes of 25 turns: 20 distinct commands, then one command five
@@ -164,9 +176,10 @@ class BoundedDict(OrderedDict[Any, Any]):
 
 
 class DeerFlowLoopDetection:
-    """DeerFlow's ``LoopDetectionMiddleware``, method for method: detect, queue a warning, or strip
-    the calls (``after_model`` -> ``_apply`` -> ``_track_and_check``), and drain the queue into
-    the next request (``wrap_model_call`` -> ``_augment_request``)."""
+    """DeerFlow's ``LoopDetectionMiddleware`` on this bench's paths, run-scoped as the lifecycle note
+    says: detect, queue a warning, or strip the calls (``after_model`` -> ``_apply`` ->
+    ``_track_and_check``), and drain the queue into the next request (``wrap_model_call`` ->
+    ``_augment_request``)."""
 
     def __init__(self) -> None:
         self.warn_threshold, self.hard_limit, self.window_size = WARN, HARD, WINDOW
@@ -231,8 +244,8 @@ class DeerFlowLoopDetection:
         for key in candidates[:overflow]:
             self._drop_pending_warning_key_locked(key)
 
-    def _queue_pending_warning(self, runtime: Any, warning: str) -> None:
-        pending_key = self._pending_key(runtime)
+    def _queue_pending_warning(self, pending_key: tuple[str, str], warning: str) -> None:
+        """Given the scope (HEAD computes it from the runtime here: once per call in all)."""
         with self._lock:
             warnings = self._pending_warnings[pending_key]
             if warning not in warnings:
@@ -242,7 +255,10 @@ class DeerFlowLoopDetection:
             self._touch_pending_warning_key_locked(pending_key)
             self._prune_pending_warning_state_locked(protected_key=pending_key)
 
-    def _track_and_check(self, state: dict[str, Any], runtime: Any) -> tuple[str | None, bool]:
+    def _track_and_check(self, state: dict[str, Any], scope: tuple[str, str]) -> tuple[str | None, bool]:
+        """HEAD's two layers, keyed by ``scope`` and ordered as the note says: a hash warning does not
+        cut frequency counting short, a stop outranks it, and only the selected warning is marked and
+        logged (HEAD returns at the first warning, marked and logged at once)."""
         messages = state.get("messages", [])
         if not messages:
             return None, False
@@ -252,9 +268,7 @@ class DeerFlowLoopDetection:
         tool_calls = getattr(last_msg, "tool_calls", None)
         if not tool_calls:
             return None, False
-        scope = self._pending_key(runtime)
         call_hash = batch_hash(tool_calls)
-        selected: str | None = None
         with self._lock:
             if scope in self._history:
                 self._history.move_to_end(scope)
@@ -277,14 +291,8 @@ class DeerFlowLoopDetection:
                           extra={"thread_id": scope[0], "call_hash": call_hash, "count": count,
                                  "tools": tool_names})
                 return STOP_TEXT, True
-            if count >= self.warn_threshold:
-                warned = self._warned[scope]
-                if call_hash not in warned:
-                    warned.add(call_hash)
-                    log.warning("Repetitive tool calls detected — injecting warning",
-                                extra={"thread_id": scope[0], "call_hash": call_hash, "count": count,
-                                       "tools": tool_names})
-                    selected = WARNING_TEXT  # the note: no early return, frequency is still counted
+            hash_warning = count >= self.warn_threshold and call_hash not in self._warned[scope]
+            frequency_warning: tuple[str, int] | None = None
             tool_name_history = self._tool_name_history[scope]
             name_counter = self._tool_name_counter[scope]
             for tc in tool_calls:
@@ -310,15 +318,23 @@ class DeerFlowLoopDetection:
                               extra={"thread_id": scope[0], "tool_name": name, "count": freq_count})
                     return FREQ_STOP_TEXT.format(tool_name=name, count=freq_count), True
                 if freq_count >= eff_warn:
-                    freq_warned = self._tool_freq_warned[scope]
-                    if name not in freq_warned and selected is None:
-                        freq_warned.add(name)
-                        log.warning("Tool frequency warning — too many calls to same tool type",
-                                    extra={"thread_id": scope[0], "tool_name": name, "count": freq_count})
-                        selected = FREQ_WARNING_TEXT.format(tool_name=name, count=freq_count)
+                    if frequency_warning is None and name not in self._tool_freq_warned[scope]:
+                        frequency_warning = (name, freq_count)
                 else:
                     self._tool_freq_warned[scope].discard(name)
-        return selected, False
+            if hash_warning:
+                self._warned[scope].add(call_hash)
+                log.warning("Repetitive tool calls detected — injecting warning",
+                            extra={"thread_id": scope[0], "call_hash": call_hash, "count": count,
+                                   "tools": tool_names})
+                return WARNING_TEXT, False
+            if frequency_warning is not None:
+                name, freq_count = frequency_warning
+                self._tool_freq_warned[scope].add(name)
+                log.warning("Tool frequency warning — too many calls to same tool type",
+                            extra={"thread_id": scope[0], "tool_name": name, "count": freq_count})
+                return FREQ_WARNING_TEXT.format(tool_name=name, count=freq_count), False
+        return None, False
 
     @staticmethod
     def _append_text(content: Any, text: str) -> Any:
@@ -344,9 +360,10 @@ class DeerFlowLoopDetection:
         return update
 
     def _apply(self, state: dict[str, Any], runtime: Any) -> dict[str, Any] | None:
-        warning, hard_stop = self._track_and_check(state, runtime)
+        scope = self._pending_key(runtime)  # once per call: HEAD takes the thread id here, the run id below
+        warning, hard_stop = self._track_and_check(state, scope)
         if hard_stop:
-            run_id = self._get_run_id(runtime)
+            run_id = scope[1]
             with self._lock:
                 self._stop_reason[run_id] = "loop_capped"
             context = getattr(runtime, "context", None)
@@ -357,7 +374,7 @@ class DeerFlowLoopDetection:
             content = self._append_text(last_msg.content, warning or STOP_TEXT)
             return {"messages": [last_msg.model_copy(update=self._build_hard_stop_update(last_msg, content))]}
         if warning:
-            self._queue_pending_warning(runtime, warning)
+            self._queue_pending_warning(scope, warning)
         return None
 
     def before_agent(self, state: dict[str, Any], runtime: Any) -> None:
@@ -367,22 +384,33 @@ class DeerFlowLoopDetection:
         return self._apply(state, runtime)
 
     def after_agent(self, state: dict[str, Any], runtime: Any) -> None:
-        """Drop this run's undelivered warnings (``_clear_current_run_pending_warnings``)."""
+        self._clear_current_run_pending_warnings(runtime)
+
+    def _clear_current_run_pending_warnings(self, runtime: Any) -> None:
         pending_key = self._pending_key(runtime)
         with self._lock:
             self._drop_pending_warning_key_locked(pending_key)
 
-    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-        """Drain the scope's queued warnings into the request (``_augment_request``)."""
-        pending_key = self._pending_key(request.runtime)
+    @staticmethod
+    def _format_warning_message(warnings: list[str]) -> str:
+        return "\n\n".join(list(dict.fromkeys(warnings)))
+
+    def _drain_pending_warnings(self, runtime: Any) -> list[str]:
+        pending_key = self._pending_key(runtime)
         with self._lock:
             warnings = self._pending_warnings.pop(pending_key, [])
             self._pending_warning_touch_order.pop(pending_key, None)
-        if warnings:
-            text = "\n\n".join(list(dict.fromkeys(warnings)))  # _format_warning_message
-            request = request.override(messages=[*request.messages, HumanMessage(content=text,
-                                                                                  name="loop_warning")])
-        return handler(request)
+        return warnings
+
+    def _augment_request(self, request: Any) -> Any:
+        warnings = self._drain_pending_warnings(request.runtime)
+        if not warnings:
+            return request
+        notice = HumanMessage(content=self._format_warning_message(warnings), name="loop_warning")
+        return request.override(messages=[*request.messages, notice])
+
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        return handler(self._augment_request(request))
 
 
 # --- the workload -------------------------------------------------------------------------------

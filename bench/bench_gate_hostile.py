@@ -10,10 +10,10 @@ valid code ending in 100 open brackets, and (where the language has block
 comments) 20 KB of code with a block comment opened after each unit and
 never closed (tree-sitter's lexer reads each later opener to the end of the
 text: its own parse is quadratic there), also after a broken line; and for
-C and C++ three shapes
-the preprocessor's scans once read in exponential or quadratic time
-(macro calls with long names, a 100 KB line of export macros, macro
-calls in a row).  The gate is the ``partial`` check (the one
+C and C++ four shapes the preprocessor's scans once read in exponential,
+quadratic or slow linear time (macro calls with long names, a 100 KB line of
+export macros, macro calls in a row, a list cut after its ``,`` then 20,000
+different comment lines).  The gate is the ``partial`` check (the one
 that tells a cut-off text from a broken one); the baseline is the
 language's own parser on the same text (``ast.parse``, ``json.loads``,
 ``tomllib.loads``, PyYAML's ``compose_all``, tree-sitter's ``Parser.parse``),
@@ -145,13 +145,16 @@ def _tree_sitter_inputs() -> dict[str, tuple[str, str]]:
 def _preprocessor_inputs(name: str, language: str) -> dict[str, tuple[str, str]]:
     """Shapes that C's preprocessor scans read slowly before they were linear: a long macro name split into
     names in 2^n ways (one real header hung the gate), each macro looking back to its line's start, each
-    blanked call walked back over all before it."""
+    blanked call walked back over all before it; and a list cut after its ``,``, then comment lines, each
+    different (the passes read them all, and each ending the gate tries parses them again in the list)."""
     return {
         f"{name}: 2,000 macro calls with long names": (
             language, "GMOCK_DEFINE_DEFAULT_ACTION_FOR_RETURN_TYPE_(bool, false);\n" * 2_000 + "int x = ("),
         f"{name}: a 100 KB line of export macros": (
             language, 'const char *s = "' + "A_ b( " * 16_000 + '";\nint x = ('),
         f"{name}: 20,000 macro calls in a row": (language, "int\n" + "AB(x)\n" * 20_000),
+        f"{name}: a list's `,`, then 20,000 different comment lines": (
+            language, "int f(\n  a," + "".join(f"\n/* comment {n} */" for n in range(20_000))),
     }
 
 

@@ -9,7 +9,9 @@ Whole processes (median of several fresh runs):
 In process (median of several runs) on a generated 2,000-line policy:
 
 * Lark alone parsing the text with the policy grammar;
-* parse + check + compile (``policy.language.loader.check_policy`` on the file).
+* parse + check + compile (``policy.language.loader.check_policy`` on the file),
+  and its stages: parse to the located AST, read + compose (``extends``),
+  compose + check + compile.
 
 Target: parse + check + compile within 3x the Lark parse.  When it is
 missed, a cProfile summary shows where the time goes.
@@ -35,8 +37,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from policy.language.collector import DiagnosticCollector  # noqa: E402
+from policy.language.compiler import compile_policy  # noqa: E402
+from policy.language.compose import compose  # noqa: E402
 from policy.language.loader import check_policy  # noqa: E402
-from policy.language.parser import build_parser_uncached  # noqa: E402
+from policy.language.parser import build_parser_uncached, parse  # noqa: E402
 
 TARGET_RATIO = 3.0
 
@@ -148,6 +153,15 @@ def main() -> None:
         verdict = "on target" if ratio <= TARGET_RATIO else "MISSES the target"
         print(f"  ratio                                       {ratio:8.2f}x"
               f"   (target <= {TARGET_RATIO:.0f}x: {verdict})")
+        stages = {
+            "parse to the located AST": lambda: parse(text, str(path)),
+            "read + compose (extends)": lambda: compose(str(path), DiagnosticCollector()),
+            "compose + check + compile": lambda: compile_policy(compose(str(path), DiagnosticCollector()),
+                                                                DiagnosticCollector()),
+        }
+        for label, stage in stages.items():
+            spent = median_seconds(stage, runs)
+            print(f"    {label:<40}  {spent * 1000:8.1f} ms   {spent / parse_only:5.2f}x")
         if ratio > TARGET_RATIO or options.profile:
             print("\nwhere parse + check + compile spends its time (cProfile, cumulative):")
             profile = cProfile.Profile()

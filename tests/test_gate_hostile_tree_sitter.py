@@ -22,7 +22,7 @@ from collections.abc import Iterator
 import pytest
 
 from policy.model.validators import SYNTAX_TREE_LANGUAGES
-from policy.runtime.gates import preprocessor, syntax_tree
+from policy.runtime.gates import preprocessor, shortening, syntax_tree
 from policy.runtime.gates.grammars import GRAMMARS, parser
 from policy.runtime.gates.problems import Verdict
 from policy.runtime.gates.syntax_tree import check_syntax_tree, completions
@@ -397,11 +397,70 @@ SHORTENED = {
 def test_a_shortened_run_of_repeats_is_read_as_the_whole(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
     language, text, status = SHORTENED[case]
     shortened = check_syntax_tree(language, text, partial=True)
-    monkeypatch.setattr(syntax_tree, "_REPEATS_CUT", 10 ** 9)  # nothing is shortened
+    monkeypatch.setattr(shortening, "REPEATS_CUT", 10 ** 9)  # nothing is shortened
     whole = check_syntax_tree(language, text, partial=True)
     assert shortened.status == whole.status == status
     if whole.problem is not None:
         assert shortened.problem is not None and shortened.problem.line == whole.problem.line
+
+
+COMMENT_LINES = {
+    "block comments": lambda count: "".join(f"\n/* comment {n} */" for n in range(count)),
+    "line comments": lambda count: "".join(f"\n  // note {n}" for n in range(count)),
+}
+
+
+@pytest.mark.parametrize("language", ["c", "cpp"])
+@pytest.mark.parametrize("lines", COMMENT_LINES)
+def test_different_comment_lines_at_the_end_are_read_fewer(
+        language: str, lines: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a list cut after its `,`, then 20,000 comment lines, each different (so no run of one unit): each ending
+    # tried parsed them all again (they move into the list it closes), and the preprocessor's passes read
+    # them all, a Python call per comment in two of them: 8 to 25 times one parse
+    text = "int f(\n  a," + COMMENT_LINES[lines](20_000)
+    parsed = _counting_parses(language, monkeypatch)
+    preprocessed: list[int] = []
+    blank = syntax_tree.blank_macro_calls
+
+    def counted(data: bytes) -> bytes:
+        preprocessed.append(len(data))
+        return blank(data)
+
+    monkeypatch.setattr(syntax_tree, "blank_macro_calls", counted)
+    cut = check_syntax_tree(language, text, partial=True)
+    sizes = list(map(len, parsed))
+    assert parsed[0] == text.encode() and sum(sizes[1:]) <= len(parsed[0]) // 4, sizes
+    assert sum(preprocessed) <= len(parsed[0]) // 4, preprocessed
+    monkeypatch.setattr(shortening, "REPEATS_CUT", 10 ** 9)  # nothing is shortened
+    assert check_syntax_tree(language, text, partial=True) == cut
+
+
+@pytest.mark.parametrize("text", [
+    "#define F(a) \\" + COMMENT_LINES["line comments"](1_000),  # the directive's line goes on in the first
+    "int f(\n  a," + COMMENT_LINES["block comments"](1_000) + "\n/* \"a\" */",  # a quote ends the run
+    "int f(\n  a,\n/* one\n  two */" + "\n".join(["", "/* x */", "// y"] * 10),  # short after a long comment
+])
+def test_comment_lines_after_a_backslash_or_before_a_quote_are_not_cut(text: str) -> None:
+    assert shortening.shortened(text.encode(), comment_lines=True) is None
+
+
+def test_a_comment_line_holding_a_semicolon_or_parenthesis_is_not_cut() -> None:
+    # the last `;` or brace before a macro call left open decides whether the preprocessor blanks the call,
+    # even inside a comment: such a line ends the run cut (it once changed a verdict)
+    text = "FOO_BAR(x,\nint z;" + COMMENT_LINES["line comments"](600) + "\n// f(a);" \
+        + COMMENT_LINES["block comments"](1_000)
+    cut = shortening.shortened(text.encode(), comment_lines=True)
+    assert cut is not None and b"// f(a);" in cut.text and b"// note 599" in cut.text
+
+
+def test_the_comment_lines_cut_keep_what_the_preprocessors_scans_read() -> None:
+    # the member-group scan from `FOO_BAR(` reads 4 KB and rewrites the call when the text ends within them: a
+    # cut that kept less after the code made this broken text a cut-off prefix
+    forms = ["/* {} **/", "  ", "// {} a/b", "/* {} */"]
+    lines = (forms[n % 4].format(n * 7919 % 1000) for n in range(1_100))
+    text = "FOO_BAR(x,\n/* 1 **/\nint z2;\n" + "\n".join(lines)
+    assert shortening.shortened(text.encode(), comment_lines=True) is not None
+    assert check_syntax_tree("c", text, partial=True).status == "invalid"
 
 
 @pytest.mark.parametrize("language", ["c", "cpp"])

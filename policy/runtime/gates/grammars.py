@@ -295,10 +295,12 @@ _TYPE_ARGUMENT = re.compile(rb",\s*(struct|union|enum)[ \t]+\w+\s*\)")
 """A tagged type as a macro's last argument (the kernel's ``_IOR('r', 2, struct binder_t)``), which
 tree-sitter-c reads as no expression: read as the tag's name."""
 _STRING_MACRO = re.compile(rb"//[^\n]*|/\*(?:[^*]|\*(?!/))*\*/|'(?:[^'\\\n]|\\.)*'"
-                           rb"|(?<!operator )\"(?:[^\"\\\n]|\\.)*\"(?:[ \t]+([A-Za-z_]\w+)(?=\s*[\"),;]))?")
+                           rb"|\"(?<!operator \")(?:[^\"\\\n]|\\.)*\"(?:[ \t]+([A-Za-z_]\w+)(?=\s*[\"),;]))?")
 """A macro that expands to a string literal after a string (``"adir" GTEST_PATH_SEP_ "b"``, ``"%" PRIu64
 ")"``), which tree-sitter-cpp 0.23 does not parse (tree-sitter-c does); comments and literals are matched
-whole so that a quote inside one starts no string; not a literal operator's suffix (``operator "" _json``)."""
+whole so that a quote inside one starts no string; not a literal operator's suffix (``operator "" _json``).
+Each alternative starts with its literal (the operator is looked behind from the quote): searches skip to
+them."""
 
 
 def _string_for_macro(found: re.Match[bytes]) -> bytes:
@@ -412,14 +414,14 @@ it, ``$`` a name or ``(``)."""
 _RAW_NAME = re.compile(rb"raw(?<![\w#$']raw)(?!\w)(?![ \t]+(?:const|mut)\b)")
 """``raw`` used as a name (syn's ``Option<raw>``, ``input.peek(raw)``), a keyword to tree-sitter-rust 0.24
 (``&raw const x``): read as ``___``."""
-_NEGATIVE_IMPL = re.compile(rb"\bimpl[ \t]+(!)(?=!|[A-Za-z_][\w:]*[ \t]*\{)")
+_NEGATIVE_IMPL = re.compile(rb"impl(?<!\wimpl)[ \t]+(!)(?=!|[A-Za-z_][\w:]*[ \t]*\{)")
 """``impl !Trait {}``, ``impl !! {}``: a negative impl with no type (rustc parses it under ``#[cfg]``),
 which tree-sitter-rust 0.24 does not know: read without its ``!``."""
-_UNIT_STRUCT_WHERE = re.compile(rb"\bstruct[ \t]+\w+\s*(where\b[^;{}()]*);")
+_UNIT_STRUCT_WHERE = re.compile(rb"struct(?<!\wstruct)[ \t]+\w+\s*(where\b[^;{}()]*);")
 """A unit struct with a where clause (``struct _Test where Error: Send;``), which tree-sitter-rust 0.24 does
 not know: the clause read as blanks (its line breaks kept)."""
 
-_FIELD_ATTRIBUTE = re.compile(rb"(?<=[{,])[ \t\r\n]*+"
+_FIELD_ATTRIBUTE = re.compile(rb"[{,][ \t\r\n]*+"
                               rb"(#\[(?:[^\[\]()\n]++|\((?:[^()\n]++|\([^()\n]*+\))*+\))*+\])"
                               rb"(?=\s*+(?:#\[|\.\.|(?:ref[ \t]+|mut[ \t]+)*[A-Za-z_]\w*+\s*+[:,}]))")
 """An attribute on a field after ``{`` or ``,`` (``L { #[cfg(x)] inner: l, .. }``), which tree-sitter-rust

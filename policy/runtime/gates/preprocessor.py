@@ -18,6 +18,8 @@ from collections.abc import Callable
 
 _DIRECTIVE_START = re.compile(rb"^[ \t]*#", re.MULTILINE)
 _DIRECTIVE = re.compile(rb"[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b(.*)")
+_ANY_DIRECTIVE = re.compile(rb"#[ \t]*(?:if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")
+"""What each line ``_DIRECTIVE`` matches holds: one search (from its literal ``#``) finds whether any does."""
 _BLOCK_COMMENT = re.compile(rb"/\*(?:[^*]++|\*(?!/))*+(\*/|\Z)")
 """A block comment, or one open to the end of the text: matched whole, so that no search starts again at an
 opener inside it (one open comment holding many openers was read to its end from each)."""
@@ -51,9 +53,11 @@ exponentially many ways, and a name then 100,000 blanks took 190 s)."""
 _BLOCK_MACRO = re.compile(rb"^[ \t]*(_?[A-Z][A-Z0-9_]*)[ \t]*(?=\{[ \t]*(?://[^\n]*)?\r?$)", re.MULTILINE)
 """An all-caps name starting a statement, before the ``{`` that ends its line (fmt's ``FMT_TRY {``): a macro
 that expands to a keyword, such as ``try``, or to nothing."""
-_NAME_MACRO = re.compile(rb"(?<=[\w>*&])[ \t]+([A-Za-z_]\w*[a-z]\w*)[ \t]+(_?[A-Z][A-Z0-9_]+)(?=[ \t]*\()")
+_NAME_MACRO = re.compile(rb"[ \t](?<=[\w>*&][ \t])[ \t]*([A-Za-z_]\w*[a-z]\w*)[ \t]+(_?[A-Z][A-Z0-9_]+)"
+                         rb"(?=[ \t]*\()")
 """An all-caps name between a declarator's name and its parameters (fmt's ``inline null<> localtime_r
-FMT_NOMACRO(...)``): a macro that expands to nothing (group 2)."""
+FMT_NOMACRO(...)``): a macro that expands to nothing (group 2).  It starts with a blank, the name before it
+looked behind from there: the search skips to blanks rather than trying each byte."""
 ALL_CAPS = rb"_?[A-Z][A-Z0-9]*_[A-Z0-9_]*"
 """An all-caps name with an underscore, maybe after one more (an implementation's: gcrypt's
 ``_GCRY_GCC_ATTR_SENTINEL(0)``, nettle's ``_NETTLE_ATTRIBUTE_PURE``): a macro's, as C and C++ write them (the
@@ -150,13 +154,15 @@ _TAGS = (b"class", b"struct", b"union", b"enum")
 _CONTINUATION = frozenset(b".-+*/%&|^<>=?:,")
 """What the line after a macro call without ``;`` starts with when the call is an operand
 (``ON_CALL(…)\n.Will…``, ``ASSERT_DEATH(…)\n<< "…"``): the call is read as a name then."""
-_MACRO_SPAN = 4096
+MACRO_SPAN = 4096
 """The longest macro call blanked, in bytes."""
 
 
 def blank_conditionals(data: bytes, foreign: re.Pattern[bytes] | None = None) -> bytes:
     """``data`` with its conditional directives and all branches but the compiled-looking one blanked; a
     branch with a line ``foreign`` matches (C++ in a C header) is one a compiler of this language skips."""
+    if _ANY_DIRECTIVE.search(data) is None:  # no line is a conditional's: a loop over lines for nothing
+        return data
     lines = data.splitlines(keepends=True)
     skipped = _foreign_branches(lines, foreign) if foreign is not None else set()
     out: list[bytes] = []
@@ -395,7 +401,13 @@ def blank_continued_comments(data: bytes) -> bytes:
     in a ``#define``), and each one on one line that more code follows on it (``#define F(r) (g(r, 1 /* asn1
     */, 0) && h(r, "P"))``): tree-sitter-c ends the directive there, or misreads the rest of its body, though
     a comment is only a space."""
+    if _CLOSER_FOLLOWED.search(data) is None:  # none is followed so: no Python call per comment for nothing
+        return data
     return _BLOCK_COMMENT.sub(_blank_if_continued, data)
+
+
+_CLOSER_FOLLOWED = re.compile(rb"\*/[ \t]*+(?:\\\r?\n|[^\s\\])")
+"""A ``*/`` followed as a comment ``blank_continued_comments`` blanks is (``_CONTINUED``, ``_CODE_AFTER``)."""
 
 
 def _blank_if_continued(found: re.Match[bytes]) -> bytes:
@@ -619,9 +631,9 @@ _GROUP_SCAN = re.compile(rb"[(){}]|/\*")
 
 def _member_group(data: bytes, out: bytearray, found: re.Match[bytes], budget: list[int]) -> None:
     """The call ``_MEMBER_GROUP`` found written as an anonymous ``struct {`` … ``}`` when its ``)`` closes it
-    before any brace, within ``_MACRO_SPAN`` bytes (or the text ends inside it, the rest still to come): its
+    before any brace, within ``MACRO_SPAN`` bytes (or the text ends inside it, the rest still to come): its
     first line becomes the ``struct {``, its ``)`` the ``}``.  The scan is charged to ``budget``."""
-    depth, index, limit = 1, found.end(), min(len(data), found.end() + _MACRO_SPAN, found.end() + budget[0])
+    depth, index, limit = 1, found.end(), min(len(data), found.end() + MACRO_SPAN, found.end() + budget[0])
     close = None
     while (token := _GROUP_SCAN.search(data, index, limit)) is not None:
         byte = data[token.start()]
@@ -662,7 +674,7 @@ def _parameters_follow(data: bytes, start: int, budget: list[int]) -> bool:
     qualifier (gmock's ``STDMETHOD_(int, CTDecimal)`` then ``(bool b, …) = 0;``: the call is the name)."""
     end = _balanced_end(data, start, budget)
     if end is None:  # the text may end inside the list: no `;` or brace after it
-        return len(data) - start < _MACRO_SPAN and _STATEMENT_END.search(data, start) is None
+        return len(data) - start < MACRO_SPAN and _STATEMENT_END.search(data, start) is None
     after = _skip_comments(data, end)
     return data[after : after + 1] in (b";", b"{", b"=") or data.startswith(_QUALIFIERS, after)
 
@@ -675,7 +687,7 @@ _QUALIFIERS = (b"const", b"override", b"noexcept", b"final", b"volatile")
 
 def _scan_budget(data: bytes) -> list[int]:
     """The bytes one pass's parenthesis scans may read in all: linear time."""
-    return [2 * len(data) + _MACRO_SPAN]
+    return [2 * len(data) + MACRO_SPAN]
 
 
 def _function_follows(data: bytes, start: int, call: bytes, budget: list[int]) -> bool:
@@ -793,7 +805,7 @@ def _closes_parameters(data: bytes, close: int, budget: list[int]) -> bool:
     """Whether the ``)`` at ``close`` ends a parameter list: its ``(`` follows a name that is no keyword, or
     a ``)`` (``(*f)(int)``)."""
     depth, index = 0, close
-    limit = max(0, close - min(_MACRO_SPAN, budget[0]))
+    limit = max(0, close - min(MACRO_SPAN, budget[0]))
     while index >= limit:
         byte = data[index]
         if byte == 41:
@@ -892,7 +904,7 @@ _TO_BLANK = bytes(byte if byte in b"\r\n" else 32 for byte in range(256))
 def _balanced_end(data: bytes, start: int, budget: list[int]) -> int | None:
     """The offset after the ``)`` matching the ``(`` at ``start`` (``_scan_balanced``), its scan charged to
     ``budget``."""
-    end, scanned = _scan_balanced(data, start, min(len(data), start + min(_MACRO_SPAN, budget[0])))
+    end, scanned = _scan_balanced(data, start, min(len(data), start + min(MACRO_SPAN, budget[0])))
     budget[0] -= scanned
     return end
 

@@ -77,6 +77,7 @@ from policy.runtime.gates.preprocessor import (
     has_checked_directives,
 )
 from policy.runtime.gates.problems import INCOMPLETE, VALID, Problem, Verdict, invalid, unavailable
+from policy.runtime.gates.shortening import START_SHARE, Shortened, shortened
 
 _OPENERS = {"(": ")", "[": "]", "{": "}", "${": "}", "#{": "}", "$(": ")", "$((": "))", "{$": "}"}
 _CLOSERS = frozenset({")", "]", "}", "))"})
@@ -131,7 +132,8 @@ def check_syntax_tree(name: str, text: str, partial: bool, before: str | None = 
         sites = excused(sites)
         if not sites:
             return VALID
-    if grammar.reserved:
+    # (not on a text read shortened: a long run of repeats or comment lines at its end is no header's)
+    if grammar.reserved and not (partial and shortened(data, grammar.conditionals)):
         read = _macro_read(tree_parser, grammar, data, errors, partial, excused, earlier)
         if read is not None:
             return INCOMPLETE if read == "incomplete" else VALID
@@ -168,8 +170,9 @@ def _macro_read(tree_parser: Any, grammar: Grammar, data: bytes, errors: list[Si
     back on many lines, in a text cut inside a block: gpgrt's ``const char *_GPGRT__RESTRICT path``) tells
     no name; there the name nearest each of the errors the file had before the write (``earlier``) inside it
     is tried blanked wherever it occurs.  At most ``_MACRO_TRIES`` blanked texts are checked (a check of the
-    whole text each), and only when the gate would block the text.  Gives the last blanked text's status
-    (``incomplete``: a cut-off prefix; ``invalid``: only errors the file had stand), or None."""
+    whole text each), and only when the gate would block the text (not read shortened: ``shortening``).  Gives
+    the last blanked text's status (``incomplete``: a cut-off prefix; ``invalid``: only errors the file had
+    stand), or None."""
     if any(site.missing in _QUOTES for site in excused(errors)):
         return None  # a string a line ends: no name is to blame, the write is blocked whatever is blanked
     tries, status = 0, "invalid"
@@ -274,15 +277,14 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> 
     comment = _open_comment(tree_parser, grammar, data)
     if comment is None:
         tree = tree_parser.parse(data)
-        shorter = _shortened(data) if partial and tree.root_node.has_error else None
+        shorter = shortened(data, grammar.conditionals) if partial and tree.root_node.has_error else None
         if shorter is None:
             return _analyse_tree(tree_parser, grammar, data, tree, partial)
-        short, unit = shorter
-        status, sites = _analyse_tree(tree_parser, grammar, short, tree_parser.parse(short), partial,
-                                      len(data))
+        short = shorter.text
+        status, sites = _analyse_tree(tree_parser, grammar, short, tree_parser.parse(short), partial, shorter)
         if status == "valid":  # the whole has an error: read it whole (no grammar seen does this)
             return _analyse_tree(tree_parser, grammar, data, tree, partial)
-        return status, [_lengthened(site, len(short), unit, len(data)) for site in sites]
+        return status, [_lengthened(site, shorter.kept, len(data) - len(short)) for site in sites]
     start, closer, completed, tree, cut_off = comment
     if cut_off and partial:
         return "incomplete", []
@@ -292,54 +294,11 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> 
     return ("invalid", sites) if sites else ("incomplete", [])
 
 
-_REPEAT_UNIT = 16
-"""The longest unit whose repeats at the end of a text ``_shortened`` reads fewer of."""
-_REPEATS_KEPT = 256
-"""How many of those repeats it keeps at least: tree-sitter's error recovery reads a short run otherwise than
-a long one (the gate blocks shell's ``x=$f(1, 1, …`` with up to 150 repeats of ``1, ``, not with 200)."""
-_REPEATS_CYCLE = 60
-"""It cuts a multiple of this many repeats (the least common multiple of 1 to 6), so that the count left is
-the whole count modulo any cycle up to 6 repeats long (a quote that opens and closes in turn: 2)."""
-_REPEATS_CUT = 4096
-"""The fewest bytes it cuts: a shorter run costs little to read."""
-
-
-def _shortened(data: bytes) -> tuple[bytes, int] | None:
-    """``data`` with the run of one unit (up to ``_REPEAT_UNIT`` bytes) repeated at its end cut by a multiple
-    of ``_REPEATS_CYCLE`` repeats to ``_REPEATS_KEPT`` or up to 59 more, and the unit's length, when that
-    cuts ``_REPEATS_CUT`` bytes or more; None otherwise.
-
-    Twenty thousand ``(``, lines of ``f(x`` or of an open string, a long line of ``1, ``: each repeat reads as
-    the one before it does, opening or leaving open what that one did (what a grammar reads in a unit
-    depends on what is open before it, and the repeats before the cut open the same), so the shortened text
-    is a cut-off prefix, or broken, where the whole is.  Its completions close 260 repeats, not 20,000:
-    tree-sitter reads a deep nest in more than linear time, and a completion doubles it.  One slice
-    comparison per step of a bisection finds each run: O(n log n) bytes compared, in C."""
-    size = len(data)
-    best_cut, best_unit = 0, 0
-    for unit in range(1, _REPEAT_UNIT + 1):
-        if unit * (_REPEATS_KEPT + 1) > size or (best_unit and unit % best_unit == 0) \
-                or data[size - 2 * unit : size - unit] != data[size - unit :]:
-            continue  # (a multiple of a period found has the same run)
-        low, high = 2 * unit, size  # the longest tail with period ``unit``
-        while low < high:
-            middle = (low + high + 1) // 2
-            if data[size - middle : size - unit] == data[size - middle + unit :]:
-                low = middle
-            else:
-                high = middle - 1
-        cut = (low // unit - _REPEATS_KEPT) // _REPEATS_CYCLE * _REPEATS_CYCLE * unit
-        if cut > best_cut:
-            best_cut, best_unit = cut, unit
-    return (data[: size - best_cut], best_unit) if best_cut >= _REPEATS_CUT else None
-
-
-def _lengthened(site: Site, short: int, unit: int, whole: int) -> Site:
-    """A site of the text ``_shortened`` to ``short`` bytes (its repeats ``unit`` bytes long) in the whole
-    text of ``whole`` bytes: what lies in the last repeat kept, or after it, lies in the whole's last one."""
-    last = short - unit
-    return Site(site.start + (whole - short if site.start >= last else 0),
-                site.end + (whole - short if site.end >= last else 0), site.missing)
+def _lengthened(site: Site, kept: int, cut: int) -> Site:
+    """A site of a text ``shortened`` in the whole text: what lies at or after ``kept`` lies ``cut`` bytes
+    later there."""
+    return Site(site.start + (cut if site.start >= kept else 0), site.end + (cut if site.end >= kept else 0),
+                site.missing)
 
 
 def _open_comment(tree_parser: Any, grammar: Grammar,
@@ -376,6 +335,8 @@ def _open_comment(tree_parser: Any, grammar: Grammar,
         closer = tail.encode()
         nested = _open_nested_comment(grammar, data) if tail == BLOCK_COMMENT_END else None
         completed = data + closer * (nested[1] if nested is not None else 1)  # Rust's: one per comment open
+        if nested is not None:  # a line end after it: the closers below then leave the comment's token be
+            completed += b"\n"  # (else tree-sitter reads it again: 20 KB, a parse's time), as Rust reads it
         tree = tree_parser.parse(completed)
         found = _comment_start(tree, data, opener, len(completed.rstrip(b"\n")))
         if found is None:
@@ -469,9 +430,9 @@ _COMMENT_PARTS = 2
 
 
 def _analyse_tree(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any, partial: bool,
-                  written: int | None = None) -> tuple[str, list[Site]]:
-    """``_analyse`` of ``data`` parsed as ``tree``; ``written`` is the size of the text written when ``data``
-    is that text ``_shortened``."""
+                  shorter: Shortened | None = None) -> tuple[str, list[Site]]:
+    """``_analyse`` of ``data`` parsed as ``tree``; ``shorter`` says how, when ``data`` is the text written
+    ``shortened``."""
     if not tree.root_node.has_error:
         broken = _line_broken_strings(grammar, data) if grammar.lenient_strings else []
         return ("invalid", broken) if broken else ("valid", [])
@@ -507,7 +468,7 @@ def _analyse_tree(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any, pa
     if not partial:
         # a tree can flag an error that no ERROR or MISSING node holds: nothing to point at, no block
         return ("invalid", conditions + errors) if conditions or errors else (complete, [])
-    standing = _broken_start(tree_parser, grammar, data, errors, len(data) if written is None else written)
+    standing = _broken_start(tree_parser, grammar, data, errors, shorter)
     if standing is None:
         standing = _completion_errors(tree_parser, grammar, data, tree)
     if standing is None:
@@ -563,29 +524,30 @@ def _completion_errors(tree_parser: Any, grammar: Grammar, data: bytes, tree: An
 
 _BROKEN_START_MIN = 8192
 """The smallest text whose start is checked on its own first (``_broken_start``): a smaller one is cheap."""
-_BROKEN_START_SHARE = 32
-"""The start checked on its own is at most this share of the text (plus the rest of a line)."""
 
 
 def _broken_start(tree_parser: Any, grammar: Grammar, data: bytes, errors: list[Site],
-                  written: int) -> list[Site] | None:
-    """When the text written is ``_BROKEN_START_MIN`` bytes or more (``written``; ``data`` may be it
-    ``_shortened``) and ``data``'s first error lies in its first ``1/_BROKEN_START_SHARE``: the standing
-    errors of the text up to the end of the line that share ends on, when that start alone is no cut-off
-    prefix (no ending of it parses); None otherwise.  The start is judged as if it had been written alone,
-    and a start the gate would block is taken to break the text; the completions are parsed on that start
-    only, not on the whole text (a text that is one error from its start, such as lines of open strings, has
-    no other early decision).  This is no proof that no continuation exists: it adds a false block only
-    where the gate already blocks a valid prefix cut at a line end.  Undecided, it costs at most a few parses
-    of that share."""
+                  shorter: Shortened | None) -> list[Site] | None:
+    """When the text written is ``_BROKEN_START_MIN`` bytes or more (``data``, or the text ``shorter`` says
+    ``data`` was shortened from) and ``data``'s first error lies in its first ``1/START_SHARE`` (or up to
+    ``shorter``'s ``start_share``): the standing errors of the text up to the end of the line that share
+    ends on, when that start alone is no cut-off prefix (no ending of it parses); None otherwise.  The start
+    is judged as if it had been written alone, and a start the gate would block is taken to break the text;
+    the completions are parsed on that start only, not on the whole text (a text that is one error from its
+    start, such as lines of open strings, has no other early decision).  This is no proof that no
+    continuation exists: it adds a false block only where the gate already blocks a valid prefix cut at a
+    line end.  Undecided, it costs at most a few parses of that share."""
+    written, share, limit = (len(data), len(data) // START_SHARE, len(data)) if shorter is None else \
+        (shorter.written, shorter.start_share, shorter.start_limit)
     if written < _BROKEN_START_MIN or not errors:
         return None
-    share = len(data) // _BROKEN_START_SHARE
     if min(site.start for site in errors) >= share:
         return None
     cut = data.find(b"\n", share) + 1
-    if cut <= 0 or cut > 2 * share or data[max(0, cut - 3) : cut].rstrip(b"\r\n").endswith(b"\\"):
-        return None  # no line end near, or the line goes on after a backslash (a C directive)
+    if cut <= 0 or cut > min(2 * share, limit) \
+            or data[max(0, cut - 3) : cut].rstrip(b"\r\n").endswith(b"\\"):
+        return None  # no line end near (or none in what a shorter text kept), or the line goes on after a
+        # backslash (a C directive)
     start = data[:cut]
     return _completion_errors(tree_parser, grammar, start, tree_parser.parse(start))
 
