@@ -662,3 +662,11 @@ def test_an_error_over_many_lines_is_read_by_the_macros_of_the_errors_before_it(
              "/*\n * Logging functions\n")
     assert status("c", before + chunk, before) == "incomplete"  # the comment still open
     assert status("c", before + chunk.replace("state);", "state;"), before) == "invalid"
+
+
+def test_a_condition_a_cpp_branch_has_is_false_for_c_everywhere() -> None:
+    # gmp.h: `extern "C" {` opens in a branch with C++ lines; the `}` closing it is under the same condition
+    text = ("#if defined (__cplusplus)\nextern \"C\" {\nusing std::FILE;\n#endif\n\n"
+            "void mpz_init (mpz_ptr);\n\n#if defined (__cplusplus)\n}\n#endif\n")
+    assert status("c", text) == "valid"
+    assert status("c", text.replace("(mpz_ptr);", "(mpz_ptr;")) == "invalid"

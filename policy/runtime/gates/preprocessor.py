@@ -219,9 +219,12 @@ def _opens_comment(line: bytes) -> bool:
 
 def _foreign_branches(lines: list[bytes], foreign: re.Pattern[bytes]) -> set[int]:
     """The numbers (in order, from 1) of the branches that hold a line ``foreign`` matches outside a nested
-    conditional."""
+    conditional, and of the first branches of every conditional whose condition is one such branch's (gmp's
+    ``#if defined (__cplusplus)`` then ``extern "C" {`` and ``using std::FILE;``, and later under the same
+    condition the ``}`` that closes it: the condition is false for this language's compiler)."""
     found: set[int] = set()
     current: list[int] = []
+    conditions: dict[bytes, list[int]] = {}  # each first branch's condition → those branches
     branches = 0
     continued = False
     for line in lines:
@@ -235,11 +238,16 @@ def _foreign_branches(lines: list[bytes], foreign: re.Pattern[bytes]) -> set[int
                 branches += 1
                 if keyword.startswith(b"if"):
                     current.append(branches)
+                    condition = keyword + b" " + b"".join(directive.group(2).split())
+                    conditions.setdefault(condition, []).append(branches)
                 else:
                     current[-1] = branches
         elif not continued and current and foreign.match(line):
             found.add(current[-1])
         continued = line.rstrip(b"\r\n").endswith(b"\\")
+    for numbers in conditions.values():
+        if not found.isdisjoint(numbers):
+            found.update(numbers)
     return found
 
 
