@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from policy.runtime.gates import syntax_tree
 from policy.runtime.gates.grammars import parser
 from policy.runtime.gates.syntax_tree import check_syntax_tree
 
@@ -555,3 +556,117 @@ def test_a_list_of_macro_calls_is_read_whole_after_many_attributes() -> None:
                    "    g, (const OSSL_CORE_HANDLE *p))\n")
     assert status("c", text) == "valid"
     assert status("c", text + "int h(;\nint k;\n") == "invalid"
+
+
+@pytest.mark.parametrize(("text", "broken"), [
+    # a lowercase storage-class macro (X11's Vendor.h, Intrinsic.h)
+    ("typedef struct W *WidgetClass;\nexternalref WidgetClass vendorShellWidgetClass;\n"
+     "externalref XtConvertArgRec const colorConvertArgs[];\nint x;\n",
+     "typedef struct W *WidgetClass;\nexternalref WidgetClass vendorShellWidgetClass;\n"
+     "externalref XtConvertArgRec const colorConvertArgs[];\nint x = (1;\nint y;\n"),
+    # a qualifier macro on many lines of parameters (X11's Xlib.h): blanked wherever it occurs
+    ("extern Cursor XCreateGlyphCursor(\n    Display*\t\t/* display */,\n    XColor _Xconst *\t/* fg */,\n"
+     "    XColor _Xconst *\t/* bg */\n);\nextern int XStoreColors(\n    Display*\t\t/* display */,\n"
+     "    XColor _Xconst *\t/* color */,\n    int\t\t\t/* ncolors */\n);\n",
+     "extern Cursor XCreateGlyphCursor(\n    Display*\t\t/* display */,\n    XColor _Xconst *\t/* fg */,\n"
+     "    XColor _Xconst *\t/* bg */\n);\nextern int XStoreColors(\n    Display*\t\t/* display */,\n"
+     "    XColor _Xconst *\t/* color */,\n    int\t\t\t/* ncolors */\n;\nint x;\n"),
+    # two macros between a function's type and its name (freeglut_std.h)
+    ("static void FGAPIENTRY FGUNUSED glutInit_ATEXIT_HACK(int *argcp, char **argv) { f(argcp, argv); }\n"
+     "int x;\n",
+     "static void FGAPIENTRY FGUNUSED glutInit_ATEXIT_HACK(int *argcp, char **argv) { f(argcp, argv; }\n"
+     "int x;\n"),
+])
+def test_an_unknown_macro_the_grammar_cannot_place_is_allowed(text: str, broken: str) -> None:
+    assert check_syntax_tree("c", text, partial=True).status != "invalid"
+    assert check_syntax_tree("c", text, partial=False).status == "valid"
+    assert status("c", broken) == "invalid"
+
+
+@pytest.mark.parametrize("prefix", [
+    # glibc's declarations cut after their attribute macros, before the `;` or the next line's attribute
+    "extern ssize_t readlink (const char *__restrict __path,\n\t\t\t char *__restrict __buf, size_t __len)\n"
+    "     __THROW __nonnull ((1, 2)) __wur\n",
+    "extern void swab (const void *__restrict __from, void *__restrict __to,\n\t\t  ssize_t __n) __THROW"
+    " __nonnull ((1, 2))\n    __attr_access ((__read_only__, 1, 3))\n",
+])
+def test_a_declaration_cut_after_its_attributes_is_incomplete(prefix: str) -> None:
+    assert status("c", "#ifndef U_H\n#define U_H 1\n" + prefix) == "incomplete"
+    assert status("c", "#ifndef U_H\n#define U_H 1\n" + prefix + "int x;\n") == "invalid"
+
+
+def test_a_macro_that_gives_a_declarations_type_is_kept() -> None:
+    # ncurses' form.h: `FORM_EXPORT_VAR(T)` expands to the type; the name after it is no attribute macro
+    head = "#ifdef __cplusplus\nextern \"C\" {\n#endif\n/* standard field types */\n"
+    text = head + "".join(f"extern FORM_EXPORT_VAR(FIELDTYPE *) TYPE_{name};\n" for name in ("ALPHA", "ENUM"))
+    end = "#ifdef __cplusplus\n}\n#endif\n"
+    assert status("c", text + end) == "valid"
+    assert status("c", text + "int f(;\n" + end) == "invalid"
+
+
+def test_unknown_macros_are_tried_a_bounded_number_of_times(monkeypatch: pytest.MonkeyPatch) -> None:
+    analysed = []
+    analyse = syntax_tree._analyse
+    monkeypatch.setattr(syntax_tree, "_analyse", lambda *args: analysed.append(1) or analyse(*args))
+    names = " ".join(f"a{index}" for index in range(50))
+    assert status("c", f"int f(void) {{\n  g({names} +);\n  return 0;\n}}\n") == "invalid"
+    assert len(analysed) == 1 + syntax_tree._MACRO_TRIES
+    analysed.clear()
+    assert status("c", "int f(void) {\n  return 0;\n}\n") == "valid"
+    assert len(analysed) == 1  # no try on a valid text
+
+
+def test_a_member_macro_with_a_comment_after_its_semicolon_is_a_declaration() -> None:
+    # rdma's ib_user_ioctl_verbs.h: `RDMA_UAPI_PTR(void *, p); /* … */` declares a member
+    text = ("struct e {\n\tRDMA_UAPI_PTR(void *, val_ptr); /* pointer to a filter */\n"
+            "\tRDMA_UAPI_PTR(struct e *, next_ptr);\n\t__u16\tlen;\n};\n")
+    assert status("c", text) == "valid"
+    assert status("c", text.replace("__u16\tlen;", "__u16\tlen(;")) == "invalid"
+
+
+def test_a_text_cut_inside_the_last_of_a_line_of_macro_calls_is_incomplete() -> None:
+    # openssl's core_dispatch.h: calls with no `;`, the last cut inside its arguments over lines
+    calls = "".join(f"OSSL_CORE_MAKE_FUNC(int, f{index},\n    (void *vctx, int n))\n" for index in range(3))
+    prefix = ("#ifdef __cplusplus\nextern \"C\" {\n#endif\n" + calls
+              + "OSSL_CORE_MAKE_FUNC(int, provider_register_child_cb,\n    (const OSSL_CORE_HANDLE *handle,\n"
+              + "        int (*create_cb)(const OSSL_CORE_HANDLE *provider, void *cbdata),\n")
+    assert status("c", prefix) == "incomplete"
+    assert status("c", "int f(;\n" + prefix) == "invalid"
+
+
+def test_a_directive_cut_after_a_comment_over_its_continued_lines_is_incomplete() -> None:
+    # libuv's tree.h: a `#define` body holding a comment whose lines end in backslashes, cut after it
+    prefix = ("#define SPLAY_GENERATE(name, type)                                   \\\n"
+              "void name##_SPLAY(struct name *head)                                   \\\n"
+              "{                                                                      \\\n"
+              "}                                                                      \\\n"
+              "/* Splay with either the minimum or the maximum element             \\\n"
+              " * Used to find minimum or maximum element in tree.                 \\\n"
+              " */                                                                 \\\n"
+              "void name##_SPLAY_MINMAX(struct name *head, int __comp)              \\\n"
+              "{                                                                      \\\n")
+    assert status("c", prefix) == "incomplete"
+    assert status("c", "int f(;\n" + prefix) == "invalid"
+
+
+def test_an_error_over_many_lines_is_read_by_the_macros_of_the_errors_before_it() -> None:
+    # gpgrt.h (reduced): tree-sitter reads the write's lines and the macro's line before them as one error;
+    # the macro nearest the error the file had before the write, blanked wherever it occurs, mends it
+    before = ("static GPGRT_INLINE void\ngpgrt_annotate_leaked_object (const void *p)\n{\n"
+              "gpgrt_stream_t gpgrt_fopencookie (void *_GPGRT__RESTRICT cookie,\n"
+              "                   void (*fnc) (gpgrt_stream_t, void*), void *fnc_value);\n")
+    chunk = ("gpg_error_t      gpgrt_b64dec_proc (gpgrt_b64state_t state,\n"
+             "                                    void *buffer, size_t length,\n"
+             "                                    size_t *r_nbytes);\n"
+             "gpg_error_t      gpgrt_b64dec_finish (gpgrt_b64state_t state);\n\n\n\f\n"
+             "/*\n * Logging functions\n")
+    assert status("c", before + chunk, before) == "incomplete"  # the comment still open
+    assert status("c", before + chunk.replace("state);", "state;"), before) == "invalid"
+
+
+def test_a_condition_a_cpp_branch_has_is_false_for_c_everywhere() -> None:
+    # gmp.h: `extern "C" {` opens in a branch with C++ lines; the `}` closing it is under the same condition
+    text = ("#if defined (__cplusplus)\nextern \"C\" {\nusing std::FILE;\n#endif\n\n"
+            "void mpz_init (mpz_ptr);\n\n#if defined (__cplusplus)\n}\n#endif\n")
+    assert status("c", text) == "valid"
+    assert status("c", text.replace("(mpz_ptr);", "(mpz_ptr;")) == "invalid"

@@ -107,6 +107,10 @@ class Grammar:
     statement_lines: bool = False
     """A last line that ends with the terminator (outside a ``for (`` header) is finished: an error on it
     stands, though the grammar reads it on to the end of the text (C's ``} __attribute__((packed);``)."""
+    reserved: frozenset[bytes] = frozenset()
+    """The language's keywords, where a name the grammar cannot place may be an unknown macro's (C): a write
+    whose error goes away, with none new, once one name on the error's line (with its parenthesized
+    arguments) is blanked is not blocked (``syntax_tree._macro_read``); a keyword is no such name."""
     misread: str = ""
     """A tree-sitter query for what the grammar accepts though no valid text holds it: a capture ``@brace``
     is a ``}`` missing before the node, ``@unexpected`` an unexpected node (checked once a text has an error,
@@ -479,6 +483,11 @@ _GO_LITERALS = frozenset({"}", "struct_type", "slice_type", "array_type", "impli
                           "map_type", "literal_value"})
 """A ``{`` after a type that is no bare name opens its literal (``range []struct{ … }{``; ``if x == T{`` opens
 the ``if``'s block, as Go reads it)."""
+_C_KEYWORDS = frozenset(b"""auto break case char const continue default do double else enum extern float for
+goto if inline int long register restrict return short signed sizeof static struct switch typedef union
+unsigned void volatile while _Alignas _Alignof _Atomic _Bool _Complex _Generic _Imaginary _Noreturn
+_Static_assert _Thread_local""".split())
+"""C's keywords (C11): names no macro can be taken for."""
 _C_FOLLOWERS = MappingProxyType(_DO_WHILE)
 _CPP_FOLLOWERS = MappingProxyType({"try": (frozenset({"catch"}), " catch (...) {}"), **_DO_WHILE})
 _FOR_CLAUSES = MappingProxyType({"for": (b";;", b";", b"")})
@@ -513,7 +522,7 @@ GRAMMARS: dict[str, Grammar] = {
         Grammar("c", "tree_sitter_c", "language", _C_LIKE, followers=_C_FOLLOWERS,
                 terminator=";", conditionals=True, foreign=_CPP_LINE, block_end=b"} _;",
                 stand_ins=((_BARE_SWITCH, b" "), (_TYPE_ARGUMENT, b" ")), line_strings=_C_STRINGS,
-                statement_lines=True),
+                statement_lines=True, reserved=_C_KEYWORDS),
         Grammar("cpp", "tree_sitter_cpp", "language", (*_C_LIKE, ')"'), followers=_CPP_FOLLOWERS,
                 terminator=";", conditionals=True, block_end=b"} _;", call_body=b" {}", angles=True,
                 fillers=(*_TEMPLATE_HEADS, _NEXT_INITIALIZER),

@@ -40,9 +40,10 @@ _MACRO_NAME = rb"(?:_*[A-Z][A-Z0-9]*_[A-Za-z0-9_]*|_*[A-Z][A-Z0-9]+|__declspec)"
 ``__BEGIN_DECLS``), or Microsoft's ``__declspec`` (``__declspec(align(8))`` alone on its line)."""
 _MACRO_CALL = re.compile(rb"^[ \t]*(" + _MACRO_NAME + rb"[ \t]*\()", re.MULTILINE)
 _LINE_REST = re.compile(
-    rb"[ \t]*([;,]?)[ \t]*(?://[^\n]*)?(?:\r?\n|$)\s*(?:(?:/\*.{0,2048}?\*/|//[^\n]*)\s*)*(.?)", re.DOTALL)
-"""What follows a macro call: a ``;`` or ``,``, and the first character after the comments of the next
-lines."""
+    rb"[ \t]*([;,]?)[ \t]*(?://[^\n]*|/\*(?:[^*\n]|\*(?!/))*+\*/[ \t]*)?(?:\r?\n|$)"
+    rb"\s*(?:(?:/\*.{0,2048}?\*/|//[^\n]*)\s*)*(.?)", re.DOTALL)
+"""What follows a macro call: a ``;`` or ``,`` (maybe then a comment that ends on the line: rdma's
+``RDMA_UAPI_PTR(void *, p); /* … */``), and the first character after the comments of the next lines."""
 _MACRO_LINE = re.compile(rb"^[ \t]*+((?:" + _MACRO_NAME + rb"(?!\w)[ \t]*+)++:?)[ \t]*+$", re.MULTILINE)
 """A line that is only macros' names (``FMT_BEGIN_NAMESPACE``, ``GTEST_NO_SANITIZE_A_ GTEST_NO_SANITIZE_B_``),
 maybe an access specifier's (``JSON_PRIVATE_UNLESS_TESTED:``).  Each name ends where its word ends and the
@@ -218,9 +219,12 @@ def _opens_comment(line: bytes) -> bool:
 
 def _foreign_branches(lines: list[bytes], foreign: re.Pattern[bytes]) -> set[int]:
     """The numbers (in order, from 1) of the branches that hold a line ``foreign`` matches outside a nested
-    conditional."""
+    conditional, and of the first branches of every conditional whose condition is one such branch's (gmp's
+    ``#if defined (__cplusplus)`` then ``extern "C" {`` and ``using std::FILE;``, and later under the same
+    condition the ``}`` that closes it: the condition is false for this language's compiler)."""
     found: set[int] = set()
     current: list[int] = []
+    conditions: dict[bytes, list[int]] = {}  # each first branch's condition → those branches
     branches = 0
     continued = False
     for line in lines:
@@ -234,11 +238,16 @@ def _foreign_branches(lines: list[bytes], foreign: re.Pattern[bytes]) -> set[int
                 branches += 1
                 if keyword.startswith(b"if"):
                     current.append(branches)
+                    condition = keyword + b" " + b"".join(directive.group(2).split())
+                    conditions.setdefault(condition, []).append(branches)
                 else:
                     current[-1] = branches
         elif not continued and current and foreign.match(line):
             found.add(current[-1])
         continued = line.rstrip(b"\r\n").endswith(b"\\")
+    for numbers in conditions.values():
+        if not found.isdisjoint(numbers):
+            found.update(numbers)
     return found
 
 
@@ -415,8 +424,13 @@ def _blank_if_continued(found: re.Match[bytes]) -> bytes:
     comment, end = found.group(), found.end()
     if found.group(1) and (_CONTINUED.match(found.string, end) is not None
                            or (b"\n" not in comment and _CODE_AFTER.match(found.string, end) is not None)):
-        return _NOT_NEWLINE.sub(b" ", comment)
+        return _NOT_CONTINUATION.sub(b" ", comment)  # its lines' backslashes kept: the directive goes on
     return comment
+
+
+_NOT_CONTINUATION = re.compile(rb"[^\n\\]|\\(?!\r?\n)")
+"""A byte that is neither a line break nor the backslash that continues a line (libuv's ``/* Splay … \\``
+then `` * Used … \\`` in a ``#define``)."""
 
 
 def blank_open_directive(data: bytes) -> bytes:
@@ -438,19 +452,32 @@ def blank_open_directive(data: bytes) -> bytes:
 
 def blank_open_call(data: bytes) -> bytes:
     """``data`` with the macro call it ends inside blanked from its name on (a statement's, gmock's
-    ``MOCK_METHOD(void, Push, (const T& e),``), or the arguments of a macro wrapping a declarator it ends
-    inside (glibc's ``extern int __REDIRECT_NTH (timerfd_settime,`` then ``(int __ufd,``): the rest of the
-    call is still to come, and its arguments are token lists, no code the text leaves open.  Only where no
-    ``;`` or brace follows the call's ``(``."""
+    ``MOCK_METHOD(void, Push, (const T& e),``, or the last of a line of calls, openssl's), or the arguments of
+    a macro wrapping a declarator it ends inside (glibc's ``extern int __REDIRECT_NTH (timerfd_settime,``
+    then ``(int __ufd,``): the rest of the call is still to come, and its arguments are token lists, no code
+    the text leaves open.  Only where no ``;`` or brace follows the call's ``(``."""
     after = max(data.rfind(b";"), data.rfind(b"{"), data.rfind(b"}")) + 1
-    call = _MACRO_CALL.search(data, after)
-    if call is not None and _open_to_end(data, call.end() - 1) and _after_statement(data, call.start(1)):
+    calls = _MACRO_CALL.finditer(data, after)
+    call = first = next(calls, None)
+    if first is not None and _open_to_end(data, first.end() - 1) and _after_statement(data, first.start(1)):
+        return _blanked_from(data, first.start(1))
+    for call in calls:  # noqa: B007 (the last: openssl's calls have no `;`)
+        pass
+    if call is not first and call is not None and _open_to_end(data, call.end() - 1) \
+            and (_after_statement(data, call.start(1)) or _after_macro_call(data, call)):
         return _blanked_from(data, call.start(1))
     wrapper = _DECLARATOR_WRAPPER.search(data, after)
     if wrapper is not None and _open_to_end(data, wrapper.start(3)) \
             and (wrapper.group(1) in _BASIC_TYPES or wrapper.group(1) not in _KEYWORDS):
         return _blanked_from(data, wrapper.end(3))
     return data
+
+
+def _after_macro_call(data: bytes, call: re.Match[bytes]) -> bool:
+    """Whether an all-caps macro's ``call`` follows a ``)`` that ends a line: the call before it, a statement
+    with no ``;`` (openssl's lines of ``OSSL_CORE_MAKE_FUNC(…)``)."""
+    name = call.group(1).rstrip(b" \t(")
+    return _ALL_CAPS_NAME.fullmatch(name) is not None and _code_before(data, call.start(1), -1, b"") == b")"
 
 
 def _blanked_from(data: bytes, start: int) -> bytes:
@@ -759,9 +786,10 @@ def _directive_spans(data: bytes) -> list[int]:
 def _blank_attributes(data: bytes, out: bytearray, start: int, after_parenthesis: bool,
                       budget: list[int]) -> int:
     """Blank the attribute macros from ``start`` on (each with its argument list) when a declaration's end
-    follows them and, after a ``)``, that ``)`` closes a parameter list (``f (int a) __THROW;``, not the
-    cast in ``(size_t) __n;``).  Gives where the walk over them stopped (``start`` if none was made): a walk
-    from any of them reaches the same end with the same outcome (lines of calls ``F(a)`` are walked once)."""
+    or the text's end (glibc's ``f (int a) __THROW __wur`` cut before its ``;``) follows them and, after a
+    ``)``, that ``)`` closes a parameter list (``f (int a) __THROW;``, not the cast in ``(size_t) __n;``).
+    Gives where the walk over them stopped (``start`` if none was made): a walk from any of them reaches the
+    same end with the same outcome (lines of calls ``F(a)`` are walked once)."""
     if after_parenthesis and not _closes_parameters(data, data.rfind(b")", 0, start), budget):
         return start
     spans, index = [], start
@@ -775,7 +803,7 @@ def _blank_attributes(data: bytes, out: bytearray, start: int, after_parenthesis
             end = closed
         spans.append((name.start(), end))
         index = _skip_comments(data, end)
-    if spans and data[index : index + 1] and data[index] in _DECLARATION_END:
+    if spans and (index == len(data) or data[index] in _DECLARATION_END):  # the end: a declaration cut there
         for span_start, span_end in spans:
             _blank_span(out, span_start, span_end)
     return index
@@ -800,7 +828,15 @@ def _closes_parameters(data: bytes, close: int, budget: list[int]) -> bool:
         return False
     before = data[max(0, index - 64) : index].rstrip()
     name = _LAST_NAME.search(before)
+    if name is not None and _TYPE_MACRO_START.search(before, 0, name.start()) is not None:
+        return False  # `extern FORM_EXPORT_VAR(FIELDTYPE *) TYPE_ALPHA;`: no type before, a macro type's call
     return before.endswith(b")") or (name is not None and name.group() not in _KEYWORDS)
+
+
+_TYPE_MACRO_START = re.compile(rb"(?:[;{}]|\*/|^[ \t]*#[^\n]*\n)\s*(?:(?:extern|static)\s+)?\Z", re.MULTILINE)
+"""What ends before a name that starts a declaration, maybe after a storage class: a statement's or block's
+end, a comment's or a directive's line; a call of that name is a macro that expands to the declaration's type
+(ncurses' ``extern FORM_EXPORT_VAR(FIELDTYPE *) TYPE_ALPHA;``), not a function's parameters."""
 
 
 _ATTRIBUTE = re.compile(_ATTRIBUTE_NAME)

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -123,12 +124,152 @@ def check_syntax_tree(name: str, text: str, partial: bool, before: str | None = 
     status, sites = _analyse(tree_parser, grammar, data, partial)
     if status != "invalid":
         return INCOMPLETE if status == "incomplete" else VALID
+    errors, earlier = sites, list[Site]()
+    excused: Callable[[list[Site]], list[Site]] = _keep
     if before:
-        sites = _introduced(tree_parser, grammar, before.encode("utf-8", "surrogateescape"), data, sites,
-                            partial)
+        excused, earlier = _introduced(tree_parser, grammar, before.encode("utf-8", "surrogateescape"), data,
+                                       partial)
+        sites = excused(sites)
         if not sites:
             return VALID
+    # (not on a text read shortened: a long run of repeats or comment lines at its end is no header's)
+    if grammar.reserved and not (partial and shortened(data, grammar.conditionals)):
+        read = _macro_read(tree_parser, grammar, data, errors, partial, excused, earlier)
+        if read is not None:
+            return INCOMPLETE if read == "incomplete" else VALID
     return invalid(_problem(data, min(sites, key=lambda site: site.start)))
+
+
+def _keep(sites: list[Site]) -> list[Site]:
+    return sites
+
+
+_QUOTES = frozenset({'"', "'"})
+_MACRO_TRIES = 4
+"""How many blanked names ``_macro_read`` checks in all: each a check of the whole text."""
+_LINE_TOKENS = re.compile(rb"([A-Za-z_]\w*+)|^[ \t]*[*#].*|/\*.*?(?:\*/|$)|//.*|\"(?:[^\"\\\n]|\\.)*+\"?"
+                          rb"|'(?:[^'\\\n]|\\.)*+'?|([)\]*])|[^\s]", re.MULTILINE)
+"""A name (group 1) or what ends a declaration's part before a macro (group 2), or a directive, comment,
+string or other byte to skip, on one line."""
+_STATEMENT_KEYWORDS = frozenset(b"""return case goto sizeof else do _Alignof throw new delete co_return
+co_yield co_await""".split())
+"""Keywords after which a name with arguments is an operand (``return f(a +)``), not a macro in a
+declaration."""
+_ARGUMENTS = re.compile(rb"[ \t]*+\((?:[^()\n]|\((?:[^()\n]|\([^()\n]*+\))*+\))*+\)")
+"""A parenthesized argument list on one line, nested up to three deep."""
+
+
+def _macro_read(tree_parser: Any, grammar: Grammar, data: bytes, errors: list[Site], partial: bool,
+                excused: Callable[[list[Site]], list[Site]], earlier: list[Site]) -> str | None:
+    """Whether the text's errors (``errors``; those the file had before the write are ``excused``) go away
+    to none the write brings, one after another, each once a name near it (``_error_names``: alone, or with
+    the parenthesized arguments after it) is blanked, no blanking adding an error on another line: each
+    is then taken for an unknown macro (``externalref``, ``_Xconst``, ``FGUNUSED``) that expands to
+    nothing the grammar needs.  A name blanked so is then tried blanked wherever it occurs (one macro on many
+    lines).  An error over more than ``_WIDE_LINES`` lines (tree-sitter's recovery from an error that comes
+    back on many lines, in a text cut inside a block: gpgrt's ``const char *_GPGRT__RESTRICT path``) tells
+    no name; there the name nearest each of the errors the file had before the write (``earlier``) inside it
+    is tried blanked wherever it occurs.  At most ``_MACRO_TRIES`` blanked texts are checked (a check of the
+    whole text each), and only when the gate would block the text (not read shortened: ``shortening``).  Gives
+    the last blanked text's status (``incomplete``: a cut-off prefix; ``invalid``: only errors the file had
+    stand), or None."""
+    if any(site.missing in _QUOTES for site in excused(errors)):
+        return None  # a string a line ends: no name is to blame, the write is blocked whatever is blanked
+    tries, status = 0, "invalid"
+    lines = _lines_of(data)
+    known: dict[bytes, bool] = {}  # the names blanked so far, and whether each was tried everywhere
+    while excused(errors):
+        site = min(errors, key=lambda site: site.start)
+        standing = {lines(other.start) for other in errors} - {lines(site.start)}
+        wide = lines(site.end) - lines(site.start) > _WIDE_LINES
+        near = list(dict.fromkeys(_wide_names(grammar, data, site, earlier) if wide
+                                  else _error_names(grammar, data, site)))
+        for name_start, name_end in sorted(near, key=lambda span: data[span[0] : span[1]] not in known):
+            if tries == _MACRO_TRIES:
+                return None
+            tries += 1
+            macro = data[name_start:name_end]
+            blanked = _blank_all(data, macro) if wide else \
+                data[:name_start] + _NOT_NEWLINE.sub(b" ", macro) + data[name_end:]
+            found, found_status = _errors_of(tree_parser, grammar, blanked, partial)
+            if {lines(other.start) for other in found} <= standing:
+                data, errors, status = blanked, found, found_status
+                known.setdefault(macro, wide)
+                break
+        else:
+            return None
+        if excused(errors) and tries < _MACRO_TRIES and not known.get(macro):  # elsewhere too (`_Xconst`)
+            tries += 1
+            known[macro] = True
+            everywhere = _blank_all(data, macro)
+            found, found_status = _errors_of(tree_parser, grammar, everywhere, partial)
+            if {lines(other.start) for other in found} < {lines(other.start) for other in errors}:
+                data, errors, status = everywhere, found, found_status
+    return status
+
+
+def _errors_of(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> tuple[list[Site], str]:
+    """The errors that stand in ``data`` (none when it is valid or a cut-off prefix), and its status."""
+    status, found = _analyse(tree_parser, grammar, data, partial)
+    return (found if status == "invalid" else []), status
+
+
+_NOT_NEWLINE = re.compile(rb"[^\n]")
+
+
+def _blank_all(data: bytes, macro: bytes) -> bytes:
+    """``data`` with each occurrence of ``macro`` (a name, maybe with its arguments) as a word blanked, but in
+    directives (``#define FGAPIENTRY``)."""
+    pattern = re.compile(rb"(^[ \t]*#(?:[^\n\\]|\\.)*)|(?<!\w)" + re.escape(macro)
+                         + (rb"(?!\w)" if macro[-1:] != b")" else b""), re.MULTILINE | re.DOTALL)
+    return pattern.sub(lambda found: found.group() if found.lastindex
+                       else _NOT_NEWLINE.sub(b" ", found.group()), data)
+
+
+_WIDE_LINES = 3
+_WIDE_NAMES = 4
+"""How many of the earlier errors inside a wide one ``_wide_names`` takes a name from."""
+
+
+def _wide_names(grammar: Grammar, data: bytes, site: Site, earlier: list[Site]) -> Iterator[tuple[int, int]]:
+    """The name nearest each of the first ``_WIDE_NAMES`` errors of ``earlier`` inside ``site``."""
+    inside = [other for other in earlier if site.start <= other.start <= site.end]
+    for other in sorted(inside, key=lambda other: other.start)[:_WIDE_NAMES]:
+        yield from itertools.islice(_error_names(grammar, data, other), 1)
+
+
+def _error_names(grammar: Grammar, data: bytes, site: Site) -> Iterator[tuple[int, int]]:
+    """The names on the last line of the error ``site`` spans, then on its first line (an error over a
+    declaration cut after a macro: ``f(a)`` then ``__THROW __nonnull ((1)) __wur``)."""
+    first = data.rfind(b"\n", 0, site.start) + 1
+    last = data.rfind(b"\n", 0, max(site.start, len(data[: site.end].rstrip()))) + 1
+    if first < last:
+        yield from _macro_names(grammar, data, last, data.find(b"\n", last) + 1 or len(data))
+    # on the first line the nearest first, those before the error first (`_Xconst *`: the `*` is the error)
+    names = _macro_names(grammar, data, first, data.find(b"\n", first) + 1 or len(data))
+    yield from sorted(names, key=lambda span: (span[0] >= site.start, abs(site.start - span[1])
+                                               if span[0] < site.start else span[0] - site.start))
+
+
+def _macro_names(grammar: Grammar, data: bytes, start: int, end: int) -> Iterator[tuple[int, int]]:
+    """The names in the line ``data[start:end]`` that are no keyword and in no directive, comment or string
+    (a line starting with ``*`` is taken for a comment's), each alone and, when a ``(`` follows and it comes
+    after a name, a ``)``, ``]`` or ``*`` (in a declaration: ``__THROW __nonnull ((1))``, ``extern
+    FORM_EXPORT_VAR(T *) x;``, not a call in a statement or an operand), with its arguments first."""
+    previous = b""
+    for found in _LINE_TOKENS.finditer(data, start, end):
+        before, previous = previous, found.group() if found.lastindex else b""
+        if found.lastindex != 1 or previous in grammar.reserved:
+            continue
+        arguments = _ARGUMENTS.match(data, found.end())
+        if arguments is not None and before and before not in _STATEMENT_KEYWORDS:
+            yield found.start(), arguments.end()
+        yield found.start(), found.end()
+
+
+def _lines_of(data: bytes) -> Callable[[int], int]:
+    """The line of an offset in ``data``."""
+    return functools.partial(bisect.bisect_right, [found.start() for found in _NEWLINE.finditer(data)])
 
 
 def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> tuple[str, list[Site]]:
@@ -1356,22 +1497,27 @@ def _filled(fill: StandIn, found: re.Match[bytes]) -> bytes:
     return text[:start] + fill * (end - start) + text[end:]
 
 
-def _introduced(tree_parser: Any, grammar: Grammar, old: bytes, data: bytes, sites: list[Site],
-                partial: bool) -> list[Site]:
-    """The sites of ``data`` on no line where ``old`` had an error (lines mapped across the edit)."""
+def _introduced(tree_parser: Any, grammar: Grammar, old: bytes, data: bytes,
+                partial: bool) -> tuple[Callable[[list[Site]], list[Site]], list[Site]]:
+    """What keeps, of sites in ``data`` (or in a text of its lines), those on no line where ``old`` had an
+    error (lines mapped across the edit), and those errors of ``old`` outside the edit, at their offsets in
+    ``data``."""
     status, previous = _analyse(tree_parser, grammar, old, partial)
     if status != "invalid":
-        return sites
+        return _keep, []
     prefix, suffix = _common_ends(old, data)
     shift = len(data) - len(old)
-    line_of = functools.partial(bisect.bisect_right, [found.start() for found in _NEWLINE.finditer(data)])
+    line_of = _lines_of(data)
     lines = set()
+    mapped = []
     for site in previous:
         if site.start < prefix:  # before the edit (an error spanning it starts on the same line)
             lines.add(line_of(site.start - 1))
+            mapped.append(site)
         elif site.start >= len(old) - suffix:
             lines.add(line_of(site.start + shift - 1))
-    return [site for site in sites if line_of(site.start - 1) not in lines]
+            mapped.append(Site(site.start + shift, site.end + shift, site.missing))
+    return (lambda sites: [site for site in sites if line_of(site.start - 1) not in lines]), mapped
 
 
 _NEWLINE = re.compile(rb"\n")
