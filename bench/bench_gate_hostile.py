@@ -13,7 +13,9 @@ text: its own parse is quadratic there), also after a broken line; and for
 C and C++ four shapes the preprocessor's scans once read in exponential,
 quadratic or slow linear time (macro calls with long names, a 100 KB line of
 export macros, macro calls in a row, a list cut after its ``,`` then 20,000
-different comment lines).  The gate is the ``partial`` check (the one
+different comment lines) and one line broken among names before 100 KB of
+code (C's rule for unknown macros checks it again with names blanked).  The
+gate is the ``partial`` check (the one
 that tells a cut-off text from a broken one); the baseline is the
 language's own parser on the same text (``ast.parse``, ``json.loads``,
 ``tomllib.loads``, PyYAML's ``compose_all``, tree-sitter's ``Parser.parse``),
@@ -146,7 +148,9 @@ def _preprocessor_inputs(name: str, language: str) -> dict[str, tuple[str, str]]
     """Shapes that C's preprocessor scans read slowly before they were linear: a long macro name split into
     names in 2^n ways (one real header hung the gate), each macro looking back to its line's start, each
     blanked call walked back over all before it; and a list cut after its ``,``, then comment lines, each
-    different (the passes read them all, and each ending the gate tries parses them again in the list)."""
+    different (the passes read them all, and each ending the gate tries parses them again in the list); and a
+    line broken among names before 100 KB of code, which C's rule for unknown macros checks again with up to
+    four names blanked (a check of the whole text each)."""
     return {
         f"{name}: 2,000 macro calls with long names": (
             language, "GMOCK_DEFINE_DEFAULT_ACTION_FOR_RETURN_TYPE_(bool, false);\n" * 2_000 + "int x = ("),
@@ -155,7 +159,13 @@ def _preprocessor_inputs(name: str, language: str) -> dict[str, tuple[str, str]]
         f"{name}: 20,000 macro calls in a row": (language, "int\n" + "AB(x)\n" * 20_000),
         f"{name}: a list's `,`, then 20,000 different comment lines": (
             language, "int f(\n  a," + "".join(f"\n/* comment {n} */" for n in range(20_000))),
+        f"{name}: a line broken among names, then 100 KB": (
+            language, "void g(void) {\n  h(a1 a2 a3 a4 a5 a6 a7 a8 a9 +);\n}\n"
+            + _C_UNIT * (100_000 // len(_C_UNIT))),
     }
+
+
+_C_UNIT = "int f(int a) {\n  return a + 1;\n}\n"
 
 
 SYNTAX_TREE = _tree_sitter_inputs()
