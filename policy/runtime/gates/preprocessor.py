@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections import deque
 from collections.abc import Callable
 
 _DIRECTIVE_START = re.compile(rb"^[ \t]*#", re.MULTILINE)
@@ -458,12 +459,12 @@ def blank_open_call(data: bytes) -> bytes:
     the text leaves open.  Only where no ``;`` or brace follows the call's ``(``."""
     after = max(data.rfind(b";"), data.rfind(b"{"), data.rfind(b"}")) + 1
     calls = _MACRO_CALL.finditer(data, after)
-    call = first = next(calls, None)
+    first = next(calls, None)
     if first is not None and _open_to_end(data, first.end() - 1) and _after_statement(data, first.start(1)):
         return _blanked_from(data, first.start(1))
-    for call in calls:  # noqa: B007 (the last: openssl's calls have no `;`)
-        pass
-    if call is not first and call is not None and _open_to_end(data, call.end() - 1) \
+    last = deque(calls, maxlen=1)  # the last of the others (openssl's calls have no `;`)
+    call = last[0] if last else None
+    if call is not None and _open_to_end(data, call.end() - 1) \
             and (_after_statement(data, call.start(1)) or _after_macro_call(data, call)):
         return _blanked_from(data, call.start(1))
     wrapper = _DECLARATOR_WRAPPER.search(data, after)
