@@ -151,6 +151,7 @@ def _preprocessor_inputs(name: str, language: str) -> dict[str, tuple[str, str]]
     different (the passes read them all, and each ending the gate tries parses them again in the list); and a
     line broken among names before 100 KB of code, which C's rule for unknown macros checks again with up to
     four names blanked (a check of the whole text each)."""
+    unit = _TREE_SITTER[language][4]
     return {
         f"{name}: 2,000 macro calls with long names": (
             language, "GMOCK_DEFINE_DEFAULT_ACTION_FOR_RETURN_TYPE_(bool, false);\n" * 2_000 + "int x = ("),
@@ -161,11 +162,8 @@ def _preprocessor_inputs(name: str, language: str) -> dict[str, tuple[str, str]]
             language, "int f(\n  a," + "".join(f"\n/* comment {n} */" for n in range(20_000))),
         f"{name}: a line broken among names, then 100 KB": (
             language, "void g(void) {\n  h(a1 a2 a3 a4 a5 a6 a7 a8 a9 +);\n}\n"
-            + _C_UNIT * (100_000 // len(_C_UNIT))),
+            + unit * (100_000 // len(unit))),
     }
-
-
-_C_UNIT = "int f(int a) {\n  return a + 1;\n}\n"
 
 
 SYNTAX_TREE = _tree_sitter_inputs()

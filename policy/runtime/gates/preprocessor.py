@@ -18,8 +18,9 @@ from collections import deque
 from collections.abc import Callable
 
 _DIRECTIVE_START = re.compile(rb"^[ \t]*#", re.MULTILINE)
-_DIRECTIVE = re.compile(rb"[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b(.*)")
-_ANY_DIRECTIVE = re.compile(rb"#[ \t]*(?:if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")
+_CONDITIONAL_KEYWORDS = rb"if|ifdef|ifndef|elif|elifdef|elifndef|else|endif"
+_DIRECTIVE = re.compile(rb"[ \t]*#[ \t]*(" + _CONDITIONAL_KEYWORDS + rb")\b(.*)")
+_ANY_DIRECTIVE = re.compile(rb"#[ \t]*(?:" + _CONDITIONAL_KEYWORDS + rb")\b")
 """What each line ``_DIRECTIVE`` matches holds: one search (from its literal ``#``) finds whether any does."""
 _BLOCK_COMMENT = re.compile(rb"/\*(?:[^*]++|\*(?!/))*+(\*/|\Z)")
 """A block comment, or one open to the end of the text: matched whole, so that no search starts again at an
