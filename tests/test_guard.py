@@ -18,6 +18,7 @@ from policy.model.decision import Decision
 from policy.model.events import Scope, ToolCall, ToolResult
 from policy.runtime.guard import Guard
 from policy.runtime.loops.state import MAX_OPEN_CALLS, ScopeState
+from policy.stores.file import FileStore
 from policy.stores.memory import MemoryStore
 
 
@@ -279,3 +280,26 @@ def test_async_twins_evaluate_concurrent_runs_separately(default: CompiledPolicy
         return list(await asyncio.gather(session("r1"), session("r2")))
 
     assert asyncio.run(both()) == [["allow", "allow", "warn"]] * 2
+
+
+@pytest.mark.parametrize("delivery", ["next_request", "tool_message"])
+def test_a_turns_warning_reaches_a_store_that_writes_its_state_with_its_facts(
+    tmp_path: Path, delivery: str,
+) -> None:
+    """In memory a turn's warning keeps its facts unmade until its delivery; a store that writes
+    the scope out (the file store: JSON) gets them made, and delivers the same warning."""
+    texts = {}
+    for name, store in (("memory", MemoryStore()), ("file", FileStore(tmp_path / "state"))):
+        policy = load_policy("builtin:deerflow") if delivery == "next_request" else load_policy("builtin:default")
+        guard, scope = Guard(policy, store=store), Scope(thread_id="t", run_id="r")
+        decisions = []
+        for number in range(3):
+            call = ToolCall(id=f"c{number}", name="bash", args={"command": "pytest -q"})
+            turn = guard.on_turn([call], scope)
+            decisions.append(guard.on_result(call, ToolResult(content="1 failed"), scope))
+        assert turn.action == "warn" and "internal_error" not in decisions[-1].metadata
+        delivered = guard.take_warnings(scope) if delivery == "next_request" else [decisions[-1]]
+        assert [warning.action for warning in delivered] == ["warn"]
+        assert delivered[0].metadata["count"] == 3 and delivered[0].metadata["same_result"] is True
+        texts[name] = delivered[0].hint
+    assert texts["memory"] == texts["file"] and "3 times" in (texts["file"] or "")
