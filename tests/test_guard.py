@@ -286,11 +286,11 @@ def test_async_twins_evaluate_concurrent_runs_separately(default: CompiledPolicy
 def test_a_turns_warning_reaches_a_store_that_writes_its_state_with_its_facts(
     tmp_path: Path, delivery: str,
 ) -> None:
-    """In memory a turn's warning keeps its facts unmade until its delivery; a store that writes
-    the scope out (the file store: JSON) gets them made, and delivers the same warning."""
+    """A turn's warning kept by a store that writes the scope out (the file store: JSON) is
+    delivered with the same facts and text as one kept in memory."""
     texts = {}
     for name, store in (("memory", MemoryStore()), ("file", FileStore(tmp_path / "state"))):
-        policy = load_policy("builtin:deerflow") if delivery == "next_request" else load_policy("builtin:default")
+        policy = load_policy("builtin:deerflow" if delivery == "next_request" else "builtin:default")
         guard, scope = Guard(policy, store=store), Scope(thread_id="t", run_id="r")
         decisions = []
         for number in range(3):
