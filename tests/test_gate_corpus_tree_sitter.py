@@ -1,12 +1,14 @@
 """The tree-sitter gates' quality bar, on real code no one here wrote.
 
 The files come from packages ``.ci/run`` installs: npm packages (JavaScript,
-TypeScript, Java, CSS), Debian packages shipping sources (Go from
+TypeScript, Java, CSS; JSX, written as ``.jsx`` through the JavaScript grammar,
+from React component libraries' sources and project templates), Debian packages shipping sources (Go from
 ``golang-*-dev``, Rust from ``librust-*-dev``, C from libcurl's examples and
 system headers, C++ from googletest, fmt and nlohmann-json, Ruby's and PHP's
 libraries, the shell scripts Debian ships, HTML documentation).  A file is
 used only when the language's own checker accepts it where one is
-installed (``node --check``, an ES module as ``.mjs``; TypeScript's parser, ``gofmt -e``,
+installed (``node --check``, an ES module as ``.mjs``; TypeScript's parser, for JSX in
+its JSX mode and only files that hold a JSX element; ``gofmt -e``,
 ``gcc``/``g++ -fsyntax-only``, ``ruby -c``, ``php -l``, ``bash -n``).
 
 1. Valid files are never blocked: each is written through ``check_write``
@@ -74,6 +76,9 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
 NPM = Path(os.environ.get("POLICYCTL_CORPUS_NPM", ROOT / ".ci" / "corpus" / "node_modules"))
+JSX = ROOT / ".ci" / "corpus-jsx"
+"""The JSX packages' own files (``npm pack``, without their dependencies: the JavaScript corpus in ``NPM``
+stays as it is)."""
 FULL = os.environ.get("POLICYCTL_CORPUS_FULL") == "1"
 SAMPLE = int(os.environ.get("POLICYCTL_CORPUS_SAMPLE", "8"))
 """Files per language in CI, spread over the sorted list (``POLICYCTL_CORPUS_SAMPLE`` changes it)."""
@@ -89,10 +94,15 @@ FULL_CHUNKINGS = (None, 10, 50) if FULL else (None, 40)
 ERROR_CHUNKS = (4, 12)
 SITES_PER_KIND = 3
 WORKERS = max(1, min(4, os.cpu_count() or 1))
-REQUIRED_BLOCK_RATE = dict.fromkeys(SYNTAX_TREE_LANGUAGES, 0.95)
+GRAMMAR = {"jsx": "javascript"}
+"""Corpora written through another language's grammar: JSX is JavaScript's (tree-sitter-javascript reads it)."""
+CORPORA = (*SYNTAX_TREE_LANGUAGES, *GRAMMAR)
+"""One corpus per tree-sitter language, and one per extension that another language's grammar reads."""
+REQUIRED_BLOCK_RATE = dict.fromkeys(CORPORA, 0.95)
 """Per-language floor for injected errors: the issue's 95 % (the README gives each language's figures)."""
 EXTENSION = {"javascript": "js", "typescript": "ts", "tsx": "tsx", "go": "go", "rust": "rs", "java": "java",
-             "c": "c", "cpp": "cpp", "ruby": "rb", "php": "php", "shell": "sh", "html": "html", "css": "css"}
+             "c": "c", "cpp": "cpp", "ruby": "rb", "php": "php", "shell": "sh", "html": "html", "css": "css",
+             "jsx": "jsx"}
 STRING_NODES = {"string", "string_literal", "interpreted_string_literal", "template_string", "string_value",
                 "quoted_attribute_value", "encapsed_string"}
 
@@ -146,6 +156,13 @@ _TS_CHECK = ("const ts=require('typescript');const fs=require('fs');"
              "for(const f of JSON.parse(fs.readFileSync(0,'utf8'))){"
              "const s=ts.createSourceFile(f,fs.readFileSync(f,'utf8'),99,false);"
              "if(s.parseDiagnostics.length===0)console.log(f)}")
+_JSX_CHECK = ("const ts=require('typescript');const fs=require('fs');"
+              "const jsx=n=>ts.isJsxElement(n)||ts.isJsxSelfClosingElement(n)||ts.isJsxFragment(n)"
+              "||ts.forEachChild(n,jsx);"
+              "for(const f of JSON.parse(fs.readFileSync(0,'utf8'))){"
+              "const s=ts.createSourceFile(f,fs.readFileSync(f,'utf8'),99,false,ts.ScriptKind.JSX);"
+              "if(s.parseDiagnostics.length===0&&jsx(s))console.log(f)}")
+"""TypeScript's parser in its JSX mode: the files it reads with no error that hold a JSX element."""
 _CPP_INCLUDES = [f"-I/usr/src/googletest/{part}" for part in
                  ("googletest", "googletest/include", "googlemock", "googlemock/include")]
 
@@ -189,6 +206,8 @@ def _sources(language: str) -> list[Path]:
         return _files([NPM], {".js", ".mjs", ".cjs"})
     if language in ("typescript", "tsx"):
         return _files([NPM], {".ts", ".mts", ".cts"} if language == "typescript" else {".tsx"})
+    if language == "jsx":
+        return _files([JSX], {".js", ".jsx"}, skip=("/dist/", "/esm/", "/lib/", ".min."))  # not the builds
     if language == "go":
         return _files([Path("/usr/share/gocode/src")], {".go"})
     if language == "rust":
@@ -224,7 +243,7 @@ def spread(files: list[Path], count: int) -> list[Path]:
 def corpus(language: str) -> list[Path]:
     files, accepts = candidates(language)
     files = part(files)
-    if language == "typescript" and files:
+    if language in ("typescript", "jsx") and files:
         files = _typescript_accepted(language, files)
     chosen: list[Path] = []
     pool = files if FULL else spread(files, SAMPLE * 2)
@@ -256,7 +275,8 @@ def log(language: str, file: str, **figures: object) -> None:
 
 def _typescript_accepted(language: str, files: list[Path]) -> list[Path]:
     pool = files if FULL else spread(files, SAMPLE * 3)
-    result = subprocess.run(["node", "-e", _TS_CHECK], input=json.dumps([str(p) for p in pool]),
+    check = _JSX_CHECK if language == "jsx" else _TS_CHECK
+    result = subprocess.run(["node", "-e", check], input=json.dumps([str(p) for p in pool]),
                             capture_output=True, text=True, cwd=NPM.parent, timeout=600)
     accepted = {Path(line) for line in result.stdout.split()}
     for path in pool:
@@ -269,10 +289,10 @@ def _typescript_accepted(language: str, files: list[Path]) -> list[Path]:
 
 @cache
 def gate_policy() -> CompiledPolicy:
-    """Every tree-sitter language gated, ``partial allow``, files named by extension."""
+    """Every corpus gated by its grammar, ``partial allow``, files named by extension."""
     gates = "\n".join(
-        f'gate {name} {{ files "*.{EXTENSION[name]}"; check {name}; partial allow }}'
-        for name in SYNTAX_TREE_LANGUAGES
+        f'gate {name} {{ files "*.{EXTENSION[name]}"; check {grammar(name)}; partial allow }}'
+        for name in CORPORA
     )
     text = ('policy "corpus" {}\ntool write_file { writes path=path content=content append=append }\n'
             "tool str_replace { edits path=path old=old_str new=new_str }\n" + gates + "\n")
@@ -280,6 +300,11 @@ def gate_policy() -> CompiledPolicy:
         path = Path(folder, "corpus.policy")
         path.write_text(text, encoding="utf-8")
         return load_policy(path)
+
+
+def grammar(language: str) -> str:
+    """The tree-sitter language a corpus is written through."""
+    return GRAMMAR.get(language, language)
 
 
 @dataclass
@@ -290,17 +315,20 @@ class ChunkRun:
 
 
 def _seed(file: str) -> str:
-    """What picks a file's chunk windows: its path, an npm file's relative to the packages' folder, so every
+    """What picks a file's chunk windows: its path, an npm file's relative to its packages' folder, so every
     checkout writes the same windows."""
     path = Path(file)
-    return str(path.relative_to(NPM)) if path.is_relative_to(NPM) else file
+    for packages in (NPM, JSX):
+        if path.is_relative_to(packages):
+            return str(path.relative_to(packages))
+    return file
 
 
 def write_in_chunks(language: str, file: str) -> ChunkRun:
     text = Path(file).read_text(encoding="utf-8")
     lines = text.splitlines(keepends=True)
     target = f"module.{EXTENSION[language]}"
-    run = ChunkRun(unparseable=parser(language).parse(text.encode()).root_node.has_error)
+    run = ChunkRun(unparseable=parser(grammar(language)).parse(text.encode()).root_node.has_error)
     for ends in chunk_plans(len(lines), FULL_CHUNKINGS, WINDOWS, _seed(file)):
         sandbox, written = Sandbox(gate_policy()), 0
         for index, end in enumerate(ends):
@@ -423,7 +451,7 @@ class InjectionRun:
 
 def inject_errors(language: str, file: str) -> InjectionRun:
     data = Path(file).read_bytes()
-    grammar_parser = parser(language)
+    grammar_parser = parser(grammar(language))
     tree = grammar_parser.parse(data)
     run = InjectionRun()
     if tree.root_node.has_error:
@@ -478,7 +506,7 @@ def language_files(language: str) -> tuple[Path, ...]:
     return tuple(files)
 
 
-@pytest.mark.parametrize("language", SYNTAX_TREE_LANGUAGES)
+@pytest.mark.parametrize("language", CORPORA)
 def test_valid_files_written_in_chunks(language: str, record_property: Callable[[str, object], None]) -> None:
     files = list(language_files(language))
     runs: list[ChunkRun] = _map(write_in_chunks, language, files)
@@ -492,7 +520,7 @@ def test_valid_files_written_in_chunks(language: str, record_property: Callable[
     assert not blocked, "valid code was blocked:\n" + "\n".join(blocked[:20])
 
 
-@pytest.mark.parametrize("language", SYNTAX_TREE_LANGUAGES)
+@pytest.mark.parametrize("language", CORPORA)
 def test_injected_errors_are_blocked(language: str, record_property: Callable[[str, object], None]) -> None:
     files = list(language_files(language))
     runs: list[InjectionRun] = _map(inject_errors, language, files)

@@ -226,6 +226,13 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     ("ruby", "class W\n  TYPE_H = /^[#{ %W(\n    \\u{20A9}\n    \\u{FF61}-\\u{FFBE}\n"),  # `)}/`: a regex's
     ("ruby", "def t\n  x.each do\n    a(m(<<-EOR))\n#{c(%Q[\n#{i(%Q[\n<e\n"
              "  #{s.join(\"\\n\")} />\n"),  # `])}])}`, then `EOR`: literals in interpolations in a heredoc
+    # a JSX tag cut among its attributes: `/>`, then what was open before it (create-vite's App.jsx)
+    ("javascript", "function App() {\n  return (\n    <>\n      <button\n        type=\"button\"\n"
+                   "        onClick={() => setCount((count) => count + 1)}\n"),
+    ("javascript", "const a = <div>\n  <Nav.Link {...props}\n"),
+    ("javascript", "const a = <div>\n  <button\n    onClick={() => {\n      f(1);\n"),  # `}}/></div>`
+    ("tsx", "export const A = () => (\n  <div>\n    <svg\n      className=\"icon\"\n"),
+    ("javascript", "const A = () => (\n  <div>\n    <Link to=\"/\">\n"),  # `</Link>`: JSX keeps the case
 ])
 def test_incomplete_prefixes_of_other_languages(language: str, prefix: str, policy: CompiledPolicy) -> None:
     assert write(policy, f"m.{EXTENSIONS[language]}", prefix).metadata.get("incomplete") is True
@@ -251,6 +258,15 @@ def test_an_error_followed_by_more_text_blocks_even_in_a_prefix(policy: Compiled
     decision = write(policy, "app.js", chunk, files, append=True)
     assert decision.action == "block"
     assert decision.metadata["line"] == 2
+
+
+@pytest.mark.parametrize("text", [
+    "const a = <div>\n  <button\n    type=\"button\n    disabled\n    id=\"b\"\n",  # a string not closed
+    "const a = <div>\n  <button\n    onClick={() => f(1}\n    id=\"b\"\n",  # `)` deleted in a handler
+])
+def test_an_error_in_a_jsx_tag_cut_among_its_attributes_blocks(text: str, policy: CompiledPolicy) -> None:
+    """Closing a tag left open as ``/>`` completes only a cut-off tag: an error inside it still blocks."""
+    assert write(policy, "m.js", text).action == "block"
 
 
 @pytest.mark.parametrize(("language", "text", "line"), [
@@ -352,6 +368,16 @@ def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str
              "            inner: a,\n            #[cfg(not(x))] inner: b, ..\n        } => {}\n    }\n}\n",
      "fn f(t: T) {\n    match t {\n        L {\n            #[cfg(x)]\n"
      "            inner: a,\n            #[cfg(not(x))] inner: b, ..\n        } => {}\n    }\n    g(;\n}\n"),
+    # an `&` that starts no character reference, in JSX text and in an attribute's string
+    ("javascript", "const A = () => (\n  <a href=\"/css2?f=N&display=swap\">\n    Terms & Conditions\n  </a>\n);\n",
+     "const A = () => (\n  <a href=\"/css2?f=N&display=swap\">\n    Terms & Conditions\n  </a>\n;\n"),
+    ("tsx", "export const A = () => <p>Terms & Conditions</p>;\n",
+     "export const A = () => <p>{a & }</p>;\n"),
+    # reserved words as JSX attribute names (Preact's `class`, preact-router's `default`); the values are code
+    ("javascript", "const A = () => (\n  <a\n    class=\"r\" for={new Date()}\n    title=\"a class\">\n"
+                   "    <Route default component={N} />\n  </a>\n);\n",
+     "const A = () => (\n  <a\n    class=\"r\" for={new Date(}\n    title=\"a class\">\n"
+     "    <Route default component={N} />\n  </a>\n);\n"),
 ])
 def test_valid_code_the_grammar_cannot_parse_is_allowed(language: str, text: str, broken: str,
                                                         policy: CompiledPolicy) -> None:

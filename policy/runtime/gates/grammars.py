@@ -141,6 +141,9 @@ class Grammar:
     literals: frozenset[str] = frozenset()
     """Nodes or tokens after (or in) which a ``{`` opens a literal (Go's ``[]T{``, ``}{``), not a header's
     block."""
+    open_tags: bool = False
+    """JSX: a ``<`` in an error, right before a name, may open a tag that is still waiting for its ``>``
+    (a text cut among its attributes: ``<button\n  type="button"``); one more try closes it as ``/>``."""
 
 
 _FOR_DO = re.compile(rb"\bfor[ \t]+\w+([ \t])[ \t]*do\b")
@@ -212,6 +215,28 @@ _IMPORTED_KEYWORD = re.compile(rb"(?<=[{,])\s*(" + _JS_RESERVED + rb")(?=\s+as\b
 """A reserved word as a name an import or export clause gives or takes (``export { f as function, n as null
 }``, zod's v3/types.js; ``import { function as f } from``), which any name may be and tree-sitter-javascript
 0.23 rejects: read as ``_`` of its length."""
+_JSX_ATTRIBUTE = (rb"\s++(?:(?P<name>[\w$:-]++)(?:\s*+=\s*+(?:\"[^\"]*+\"|'[^']*+'"
+                  rb"|\{(?:[^{}]++|\{[^{}]*+\})*+\}))?|\{\s*+\.\.\.[^{}]*+\})")
+"""One attribute of a JSX tag, its name the group ``name``: a value in braces nested once at most; or a
+spread."""
+_JSX_TAG = re.compile(rb"<([A-Za-z_$][\w$.:-]*+)(?:" + _JSX_ATTRIBUTE.replace(b"?P<name>", b"?:") + rb")++")
+"""A JSX tag's start: ``<``, a name and attributes (no group inside the repeat: Python 3.11's ``re`` gets
+a group's span wrong in a possessive repeat)."""
+_JSX_ATTRIBUTES = re.compile(_JSX_ATTRIBUTE)
+_JSX_RESERVED = re.compile(rb"(?:" + _JS_RESERVED + rb"|default)\Z")
+
+
+def _jsx_reserved_names(found: re.Match[bytes]) -> bytes:
+    """A JSX tag whose attributes named by reserved words (Preact's ``class="a"``, ``<Route default />``), which
+    any name may be and tree-sitter-javascript 0.23 rejects, read as ``_`` of their length."""
+    tag = found.group()
+    names = [attribute.span("name") for attribute in _JSX_ATTRIBUTES.finditer(tag, found.end(1) - found.start())
+             if attribute.group("name") is not None and _JSX_RESERVED.match(attribute.group("name"))]
+    for start, end in reversed(names):
+        tag = tag[:start] + b"_" * (end - start) + tag[end:]
+    return tag
+
+
 _VARIANCE = re.compile(rb"[<,](?:\s|/\*(?:[^*]|\*(?!/)){0,400}\*/)*((?:in|out)(?:\s+out)?)\s+(?=[A-Za-z_$])")
 """A type parameter's variance (``interface A<in T>``, ``<in out T>``, a comment before it; TypeScript 4.7),
 which tree-sitter-typescript 0.23 does not know: read as blanks."""
@@ -502,14 +527,16 @@ GRAMMARS: dict[str, Grammar] = {
     for grammar in (
         Grammar("javascript", "tree_sitter_javascript", "language", _JS_TAILS, followers=_JS_FOLLOWERS,
                 endings=_JS_ENDINGS, headers=_JS_HEADERS, quotes=_TEMPLATE_QUOTES, clauses=_FOR_CLAUSES,
-                stand_ins=((_EXPORTED_KEYWORD, b"_"), (_IMPORTED_KEYWORD, b"_"))),
+                stand_ins=((_EXPORTED_KEYWORD, b"_"), (_IMPORTED_KEYWORD, b"_"), (_JSX_TAG, _jsx_reserved_names)),
+                open_tags=True),
         Grammar("typescript", "tree_sitter_typescript", "language_typescript", _JS_TAILS,
                 followers=_JS_FOLLOWERS, endings=_TS_ENDINGS, fillers=_TYPE_ARGUMENTS,
                 stand_ins=_TYPESCRIPT_STAND_INS, angles=True, parameter_types=True, headers=_TS_HEADERS,
                 quotes=_TEMPLATE_QUOTES, clauses=_FOR_CLAUSES),
         Grammar("tsx", "tree_sitter_typescript", "language_tsx", _JS_TAILS, followers=_JS_FOLLOWERS,
                 endings=_TS_ENDINGS, fillers=_TYPE_ARGUMENTS, stand_ins=_TS_STAND_INS, angles=True,
-                parameter_types=True, headers=_TS_HEADERS, quotes=_TEMPLATE_QUOTES, clauses=_FOR_CLAUSES),
+                parameter_types=True, headers=_TS_HEADERS, quotes=_TEMPLATE_QUOTES, clauses=_FOR_CLAUSES,
+                open_tags=True),
         Grammar("go", "tree_sitter_go", "language", (*_C_LIKE, "`"), terminator="\n", headers=_GO_HEADERS,
                 type_bodies=_GO_TYPE_BODIES, type_literal=b"{}", literals=_GO_LITERALS),
         Grammar("rust", "tree_sitter_rust", "language", _C_LIKE, nested_comments=True, terminator=";",
