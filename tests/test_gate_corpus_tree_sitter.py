@@ -207,7 +207,7 @@ def _sources(language: str) -> list[Path]:
     if language in ("typescript", "tsx"):
         return _files([NPM], {".ts", ".mts", ".cts"} if language == "typescript" else {".tsx"})
     if language == "jsx":
-        return _files([JSX], {".js", ".jsx"}, skip=("/dist/", "/esm/", "/lib/", ".min."))  # not the builds
+        return _files([JSX], {".js", ".jsx"}, skip=("/dist/", "/esm/", ".min."))  # not the builds
     if language == "go":
         return _files([Path("/usr/share/gocode/src")], {".go"})
     if language == "rust":
