@@ -95,7 +95,7 @@ ERROR_CHUNKS = (4, 12)
 SITES_PER_KIND = 3
 WORKERS = max(1, min(4, os.cpu_count() or 1))
 GRAMMAR = {"jsx": "javascript"}
-"""Corpora written through another language's grammar: JSX is JavaScript's (tree-sitter-javascript reads it)."""
+"""Corpora written through another language's grammar: JSX through JavaScript's (tree-sitter-javascript's)."""
 CORPORA = (*SYNTAX_TREE_LANGUAGES, *GRAMMAR)
 """One corpus per tree-sitter language, and one per extension that another language's grammar reads."""
 REQUIRED_BLOCK_RATE = dict.fromkeys(CORPORA, 0.95)

@@ -369,7 +369,8 @@ def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str
      "fn f(t: T) {\n    match t {\n        L {\n            #[cfg(x)]\n"
      "            inner: a,\n            #[cfg(not(x))] inner: b, ..\n        } => {}\n    }\n    g(;\n}\n"),
     # an `&` that starts no character reference, in JSX text and in an attribute's string
-    ("javascript", "const A = () => (\n  <a href=\"/css2?f=N&display=swap\">\n    Terms & Conditions\n  </a>\n);\n",
+    ("javascript",
+     "const A = () => (\n  <a href=\"/css2?f=N&display=swap\">\n    Terms & Conditions\n  </a>\n);\n",
      "const A = () => (\n  <a href=\"/css2?f=N&display=swap\">\n    Terms & Conditions\n  </a>\n;\n"),
     ("tsx", "export const A = () => <p>Terms & Conditions</p>;\n",
      "export const A = () => <p>{a & }</p>;\n"),

@@ -227,10 +227,11 @@ _JSX_RESERVED = re.compile(rb"(?:" + _JS_RESERVED + rb"|default)\Z")
 
 
 def _jsx_reserved_names(found: re.Match[bytes]) -> bytes:
-    """A JSX tag whose attributes named by reserved words (Preact's ``class="a"``, ``<Route default />``), which
-    any name may be and tree-sitter-javascript 0.23 rejects, read as ``_`` of their length."""
+    """A JSX tag whose attributes named by reserved words (Preact's ``class="a"``, ``<Route default />``),
+    which any name may be and tree-sitter-javascript 0.23 rejects, read as ``_`` of their length."""
     tag = found.group()
-    names = [attribute.span("name") for attribute in _JSX_ATTRIBUTES.finditer(tag, found.end(1) - found.start())
+    attributes = _JSX_ATTRIBUTES.finditer(tag, found.end(1) - found.start())
+    names = [attribute.span("name") for attribute in attributes
              if attribute.group("name") is not None and _JSX_RESERVED.match(attribute.group("name"))]
     for start, end in reversed(names):
         tag = tag[:start] + b"_" * (end - start) + tag[end:]
@@ -527,8 +528,8 @@ GRAMMARS: dict[str, Grammar] = {
     for grammar in (
         Grammar("javascript", "tree_sitter_javascript", "language", _JS_TAILS, followers=_JS_FOLLOWERS,
                 endings=_JS_ENDINGS, headers=_JS_HEADERS, quotes=_TEMPLATE_QUOTES, clauses=_FOR_CLAUSES,
-                stand_ins=((_EXPORTED_KEYWORD, b"_"), (_IMPORTED_KEYWORD, b"_"), (_JSX_TAG, _jsx_reserved_names)),
-                open_tags=True),
+                stand_ins=((_EXPORTED_KEYWORD, b"_"), (_IMPORTED_KEYWORD, b"_"),
+                           (_JSX_TAG, _jsx_reserved_names)), open_tags=True),
         Grammar("typescript", "tree_sitter_typescript", "language_typescript", _JS_TAILS,
                 followers=_JS_FOLLOWERS, endings=_TS_ENDINGS, fillers=_TYPE_ARGUMENTS,
                 stand_ins=_TYPESCRIPT_STAND_INS, angles=True, parameter_types=True, headers=_TS_HEADERS,

@@ -1192,11 +1192,12 @@ def _bare_ampersand(error: Any, parent: Any) -> bool:
     first = error.child(0)
     if first is None or first.type != "&":
         return False
-    return parent.type == "jsx_element" or (parent.parent is not None and parent.parent.type == "jsx_attribute")
+    holder = parent.parent if parent.type == "string" else None
+    return parent.type == "jsx_element" or (holder is not None and holder.type == "jsx_attribute")
 
 
 _JSX_TEXTS = frozenset({"jsx_element", "string"})
-"""The parents of an ``ERROR`` that ``_bare_ampersand`` reads: an element (its text) and an attribute's string."""
+"""The parents of an ``ERROR`` that ``_bare_ampersand`` reads: an element (its text), a string."""
 
 
 def _site(node: Any) -> Site:
