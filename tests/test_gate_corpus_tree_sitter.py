@@ -1,8 +1,9 @@
 """The tree-sitter gates' quality bar, on real code no one here wrote.
 
 The files come from packages ``.ci/run`` installs: npm packages (JavaScript,
-TypeScript, Java, CSS; JSX, written as ``.jsx`` through the JavaScript grammar,
-from React component libraries' sources and project templates), Debian packages shipping sources (Go from
+TypeScript, TSX, Java, CSS; JSX, written as ``.jsx`` through the JavaScript
+grammar; more JSX and TSX from component libraries' sources, a documentation
+theme, a site generator's runtime and project templates), Debian packages shipping sources (Go from
 ``golang-*-dev``, Rust from ``librust-*-dev``, C from libcurl's examples and
 system headers, C++ from googletest, fmt and nlohmann-json, Ruby's and PHP's
 libraries, the shell scripts Debian ships, HTML documentation).  A file is
@@ -76,9 +77,9 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
 NPM = Path(os.environ.get("POLICYCTL_CORPUS_NPM", ROOT / ".ci" / "corpus" / "node_modules"))
-JSX = ROOT / ".ci" / "corpus-jsx"
-"""The JSX packages' own files (``npm pack``, without their dependencies: the JavaScript corpus in ``NPM``
-stays as it is)."""
+PACKED = ROOT / ".ci" / "corpus-packed"
+"""JSX and TSX packages' own files (``npm pack``, without their dependencies: the JavaScript corpus in
+``NPM`` stays as it is)."""
 FULL = os.environ.get("POLICYCTL_CORPUS_FULL") == "1"
 SAMPLE = int(os.environ.get("POLICYCTL_CORPUS_SAMPLE", "8"))
 """Files per language in CI, spread over the sorted list (``POLICYCTL_CORPUS_SAMPLE`` changes it)."""
@@ -204,10 +205,12 @@ def candidates(language: str) -> tuple[list[Path], Callable[[Path], bool] | None
 def _sources(language: str) -> list[Path]:
     if language == "javascript":
         return _files([NPM], {".js", ".mjs", ".cjs"})
-    if language in ("typescript", "tsx"):
-        return _files([NPM], {".ts", ".mts", ".cts"} if language == "typescript" else {".tsx"})
+    if language == "typescript":
+        return _files([NPM], {".ts", ".mts", ".cts"})
+    if language == "tsx":
+        return _files([NPM, PACKED], {".tsx"})
     if language == "jsx":
-        return _files([JSX], {".js", ".jsx"}, skip=("/dist/", "/esm/", ".min."))  # not the builds
+        return _files([PACKED], {".js", ".jsx"}, skip=("/dist/", "/esm/", ".min."))  # not the builds
     if language == "go":
         return _files([Path("/usr/share/gocode/src")], {".go"})
     if language == "rust":
@@ -318,7 +321,7 @@ def _seed(file: str) -> str:
     """What picks a file's chunk windows: its path, an npm file's relative to its packages' folder, so every
     checkout writes the same windows."""
     path = Path(file)
-    for packages in (NPM, JSX):
+    for packages in (NPM, PACKED):
         if path.is_relative_to(packages):
             return str(path.relative_to(packages))
     return file

@@ -233,6 +233,9 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     ("javascript", "const a = <div>\n  <button\n    onClick={() => {\n      f(1);\n"),  # `}}/></div>`
     ("tsx", "export const A = () => (\n  <div>\n    <svg\n      className=\"icon\"\n"),
     ("javascript", "const A = () => (\n  <div>\n    <Link to=\"/\">\n"),  # `</Link>`: JSX keeps the case
+    # an `&` read as JSX reads it is no error that the completions cannot reach (reactstrap's types)
+    ("tsx", "const A = () => <img src=\"/t?a=3&w=318\" />;\n\nconst B = () => {\n  return (\n    <Card>\n"
+            "      <img\n        width=\"100%\"\n"),
 ])
 def test_incomplete_prefixes_of_other_languages(language: str, prefix: str, policy: CompiledPolicy) -> None:
     assert write(policy, f"m.{EXTENSIONS[language]}", prefix).metadata.get("incomplete") is True

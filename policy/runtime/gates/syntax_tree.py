@@ -579,7 +579,7 @@ def _error_out_of_reach(tree: Any, limit: int) -> bool:
         children = node.children
         for index in range(len(children) - 1, -1, -1):
             child = children[index]
-            if child.is_error:
+            if child.is_error and not _bare_ampersand(child, node):
                 if code_after and child.end_byte < limit:
                     return True
             elif child.is_missing:
