@@ -3,7 +3,8 @@
 The files come from packages ``.ci/run`` installs: npm packages (JavaScript,
 TypeScript, TSX, Java, CSS; JSX, written as ``.jsx`` through the JavaScript
 grammar; more JSX and TSX from component libraries' sources, a documentation
-theme, a site generator's runtime and project templates), Debian packages shipping sources (Go from
+theme, a site generator's runtime and project templates; more Java from
+Android libraries' sources), Debian packages shipping sources (Go from
 ``golang-*-dev``, Rust from ``librust-*-dev``, C from libcurl's examples and
 system headers, C++ from googletest, fmt and nlohmann-json, Ruby's and PHP's
 libraries, the shell scripts Debian ships, HTML documentation).  A file is
@@ -78,8 +79,8 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
 NPM = Path(os.environ.get("POLICYCTL_CORPUS_NPM", ROOT / ".ci" / "corpus" / "node_modules"))
 PACKED = ROOT / ".ci" / "corpus-packed"
-"""JSX and TSX packages' own files (``npm pack``, without their dependencies: the JavaScript corpus in
-``NPM`` stays as it is)."""
+"""JSX, TSX and Java packages' own files (``npm pack``, without their dependencies: the JavaScript corpus
+in ``NPM`` stays as it is)."""
 FULL = os.environ.get("POLICYCTL_CORPUS_FULL") == "1"
 SAMPLE = int(os.environ.get("POLICYCTL_CORPUS_SAMPLE", "8"))
 """Files per language in CI, spread over the sorted list (``POLICYCTL_CORPUS_SAMPLE`` changes it)."""
@@ -216,7 +217,7 @@ def _sources(language: str) -> list[Path]:
     if language == "rust":
         return _files([Path("/usr/share/cargo/registry")], {".rs"})
     if language == "java":
-        return _files([NPM], {".java"})
+        return _files([NPM, PACKED], {".java"})
     if language == "c":
         return _files([Path("/usr/share/doc/libcurl4/examples"), Path("/usr/include")], {".c", ".h"})
     if language == "cpp":

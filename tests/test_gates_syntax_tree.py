@@ -236,6 +236,10 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     # an `&` read as JSX reads it is no error that the completions cannot reach (reactstrap's types)
     ("tsx", "const A = () => <img src=\"/t?a=3&w=318\" />;\n\nconst B = () => {\n  return (\n    <Card>\n"
             "      <img\n        width=\"100%\"\n"),
+    # a constructor cut among its parameters (` _ _) {}}`), an annotation cut inside its arguments (Capacitor)
+    ("java", "class A {\n  public A(\n      String globalJS,\n      String bridgeJS,\n"),
+    ("java", "@CapacitorPlugin(\n    name = \"Http\",\n    permissions = {\n"
+             "        @Permission(alias = \"W\"),\n"),
 ])
 def test_incomplete_prefixes_of_other_languages(language: str, prefix: str, policy: CompiledPolicy) -> None:
     assert write(policy, f"m.{EXTENSIONS[language]}", prefix).metadata.get("incomplete") is True
@@ -275,6 +279,7 @@ def test_an_error_in_a_jsx_tag_cut_among_its_attributes_blocks(text: str, policy
 @pytest.mark.parametrize(("language", "text", "line"), [
     ("go", "package a\n\nfunc f() {\n\tif err != nil {\n\t\tb.Fatal(err\n\t}\n", 5),  # seen on the last line
     ("java", "class A {\n  int f() {\n    return 1;\n\n  public int g() {\n", 5),  # a method in a method
+    ("java", "class A {\n  public A(\n      int a,,\n      int b,\n", 2),  # tree-sitter's error: the header
     ("go", "package a\n\nfunc f() {\n\tx := g(1\n\t}\n\ty := `a`\n", 4),  # a tail that closes no string
     ("ruby", "def as_json\n  {\n    'o' => options,\n\n  end\n", 5),  # a finished last line: `end` in a hash
     ("ruby", "class W\n  T = /^[#{ %W(\n    a\n  ).join }]/\n  U = f(1\n  V = 2\n", 5),  # past a `%W(`

@@ -141,6 +141,10 @@ class Grammar:
     literals: frozenset[str] = frozenset()
     """Nodes or tokens after (or in) which a ``{`` opens a literal (Go's ``[]T{``, ``}{``), not a header's
     block."""
+    parameters: tuple[bytes, bytes] | None = None
+    """A method or constructor cut among its parameters: what a parameter list cut after its ``,`` or ``(``
+    still lacks, and the body after its ``)``, tried when a ``(`` is the innermost bracket open (Java's
+    ``public A(\n    int a,`` closes as `` _ _) {}}``: a constructor takes no ``;``)."""
     open_tags: bool = False
     """JSX: a ``<`` in an error, right before a name, may open a tag that is still waiting for its ``>``
     (a text cut among its attributes: ``<button\n  type="button"``); one more try closes it as ``/>``."""
@@ -204,6 +208,9 @@ _CSS_STRINGS = re.compile(rb"/\*.*?(?:\*/|\Z)|\"(?:[^\"\\\n]++|\\.)*+[\"\n]|'(?:
 _NTH_ARGUMENT = re.compile(rb":nth-(?:last-)?(?:child|of-type)\(([^()\n]*)\)")
 """``:nth-child(2n-1)``, whose ``An+B`` tree-sitter-css 0.25 does not know."""
 
+_JAVA_ENDINGS = (b" class _ {}",)
+"""Annotations cut inside their arguments (``@CapacitorPlugin(\n    permissions = {``) waiting for what they
+annotate."""
 _JS_ENDINGS = (b" => {}", b" from ''")
 """An arrow function's parameters waiting for ``=> body``; an import list (``import {\n  A,``) waiting for
 ``from``."""
@@ -546,7 +553,7 @@ GRAMMARS: dict[str, Grammar] = {
                            (_UNIT_STRUCT_WHERE, _blank_clause), (_FIELD_ATTRIBUTE, b" ")),
                 raw_string=re.compile(rb'(?<!\w)[bc]?r(#+)"')),
         Grammar("java", "tree_sitter_java", "language", (BLOCK_COMMENT_END, '"""', '"'), followers=_FOLLOWERS,
-                terminator=";"),
+                terminator=";", endings=_JAVA_ENDINGS, parameters=(b" _ _", b" {}")),
         Grammar("c", "tree_sitter_c", "language", _C_LIKE, followers=_C_FOLLOWERS,
                 terminator=";", conditionals=True, foreign=_CPP_LINE, block_end=b"} _;",
                 stand_ins=((_BARE_SWITCH, b" "), (_TYPE_ARGUMENT, b" ")), line_strings=_C_STRINGS,

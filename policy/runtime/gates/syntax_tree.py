@@ -718,6 +718,9 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
     for pattern, filler in grammar.continued:
         if pattern.search(data, max(0, len(data) - 80)):
             yield filler + close, False, False
+    if grammar.parameters is not None and opened and opened[-1][0] == ")":  # `A(\n  int a,`: ` _ _) {}}`
+        parameter, body = grammar.parameters
+        yield (parameter if operand else b"") + b")" + body + _closing(opened[:-1], grammar), False, False
     tagged = _open_tag_closing(state, grammar, data) if grammar.open_tags else None
     if tagged is not None:  # `<button\n  type="b"` closes as `/>`, then what was open before it
         yield (FILLERS[0] if operand else b"") + tagged, False, False
