@@ -232,7 +232,7 @@ def _sources(language: str) -> list[Path]:
     if language == "html":
         return _files([Path("/usr/share/doc")], {".html"})
     if language == "css":
-        return _files([Path("/usr/share/javascript"), NPM], {".css"})
+        return _files([Path("/usr/share/javascript"), NPM, PACKED], {".css"})
     raise KeyError(language)
 
 

@@ -376,6 +376,12 @@ def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str
              "            inner: a,\n            #[cfg(not(x))] inner: b, ..\n        } => {}\n    }\n}\n",
      "fn f(t: T) {\n    match t {\n        L {\n            #[cfg(x)]\n"
      "            inner: a,\n            #[cfg(not(x))] inner: b, ..\n        } => {}\n    }\n    g(;\n}\n"),
+    # keyframe selectors with fractions (animate.css), IE's star hack (tachyons), custom media (primer)
+    ("css", "@keyframes j {\n  from,\n  11.1%,\n  to {\n    x: 1;\n  }\n  .5% { y: 2 }\n}\n",
+     "@keyframes j {\n  from,\n  11.1%,\n  to {\n    x: 1;\n  \n  .5% { y: 2 }\n}\n.a { b: c }\n"),
+    ("css", ".cf { *zoom: 1; }\n", ".cf { *zoom: 1; }}\n.a { b: c }\n"),
+    ("css", "@custom-media --b screen and (min-width: 30em);\n",
+     "@custom-media --b screen and (min-width: 30em;\n.a { b: c }\n"),
     # an `&` that starts no character reference, in JSX text and in an attribute's string
     ("javascript",
      "const A = () => (\n  <a href=\"/css2?f=N&display=swap\">\n    Terms & Conditions\n  </a>\n);\n",

@@ -208,6 +208,15 @@ _CSS_STRINGS = re.compile(rb"/\*.*?(?:\*/|\Z)|\"(?:[^\"\\\n]++|\\.)*+[\"\n]|'(?:
 _NTH_ARGUMENT = re.compile(rb":nth-(?:last-)?(?:child|of-type)\(([^()\n]*)\)")
 """``:nth-child(2n-1)``, whose ``An+B`` tree-sitter-css 0.25 does not know."""
 
+_KEYFRAME_FRACTION = re.compile(rb"(?<![\w.-])\d*+(\.)\d++%(?=\s*+[,{])")
+"""A keyframe selector with a fraction (``@keyframes j { 11.1%, 22.2% {``, animate.css), which
+tree-sitter-css 0.25 rejects: the point read as ``0``."""
+_STAR_HACK = re.compile(rb"(?<=[{;\s])(\*)(?=[A-Za-z-]++\s*+:)")
+"""A declaration behind IE's star hack (``*zoom: 1;``, tachyons), which browsers drop and tree-sitter-css
+0.25 rejects: the star read as ``_``."""
+_CUSTOM_MEDIA = re.compile(rb"@custom-media\s++(--[\w-]++)")
+"""A custom media query's name (``@custom-media --b screen and (…);``, Media Queries 5, which PostCSS
+users write), which tree-sitter-css 0.25 rejects: read as blanks."""
 _JAVA_ENDINGS = (b" class _ {}",)
 """Annotations cut inside their arguments (``@CapacitorPlugin(\n    permissions = {``) waiting for what they
 annotate."""
@@ -597,7 +606,8 @@ GRAMMARS: dict[str, Grammar] = {
         Grammar("html", "tree_sitter_html", "language", ("-->", '"', "'", ">"),
                 stand_ins=((_XML_DECLARATION, b" "), (_TEMPLATE_TAG, b"_"), (_TEXT_ANGLE, b" "))),
         Grammar("css", "tree_sitter_css", "language", (BLOCK_COMMENT_END, '"', "'"),
-                stand_ins=((_NTH_ARGUMENT, b"2"),), line_strings=_CSS_STRINGS, lenient_strings=True,
+                stand_ins=((_NTH_ARGUMENT, b"2"), (_KEYFRAME_FRACTION, b"0"), (_STAR_HACK, b"_"),
+                           (_CUSTOM_MEDIA, b" ")), line_strings=_CSS_STRINGS, lenient_strings=True,
                 call_line_end=re.compile(rb";(?=[ \t]*\r?\n)")),
     )
 }
