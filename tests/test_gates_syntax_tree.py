@@ -238,6 +238,14 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
             "      <img\n        width=\"100%\"\n"),
     # a constructor cut among its parameters (` _ _) {}}`), an annotation cut inside its arguments (Capacitor)
     ("java", "class A {\n  public A(\n      String globalJS,\n      String bridgeJS,\n"),
+    # PHP: a conditional continued on the next line, attributes before what they annotate, a `foreach (` cut
+    # inside its array, an anonymous class's body (`};`) (Monolog, Doctrine, Guzzle)
+    ("php", "<?php\nfunction f($v) {\n    $v = is_array($v)\n        ? sprintf('%s', $v)\n"),
+    ("php", "<?php\nclass A {\n    #[\\ReturnTypeWillChange]\n"),
+    ("php", "<?php\nclass A {\n    public function c(\n        #[SensitiveParameter]\n"),
+    ("php", "<?php\nforeach (\n    [\n        'host' => 'HOSTNAME',\n"),
+    ("php", "<?php\nclass E {\n    public function wrap($d) {\n        return new class ($d) extends M {\n"
+            "            public function connect(\n                #[SensitiveParameter]\n"),
     ("java", "@CapacitorPlugin(\n    name = \"Http\",\n    permissions = {\n"
              "        @Permission(alias = \"W\"),\n"),
 ])

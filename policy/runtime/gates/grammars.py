@@ -143,8 +143,13 @@ class Grammar:
     block."""
     parameters: tuple[bytes, bytes] | None = None
     """A method or constructor cut among its parameters: what a parameter list cut after its ``,`` or ``(``
-    still lacks, and the body after its ``)``, tried when a ``(`` is the innermost bracket open (Java's
-    ``public A(\n    int a,`` closes as `` _ _) {}}``: a constructor takes no ``;``)."""
+    (or after an attribute) still lacks, and the body after its ``)``, tried when a ``(`` is the innermost
+    bracket open (Java's ``public A(\n    int a,`` closes as `` _ _) {}}``: a constructor takes no ``;``;
+    PHP's ``function f(`` then ``#[SensitiveParameter]`` as `` $_) {}``)."""
+    expression_blocks: int = 0
+    """How many of the innermost ``}`` of an ending are each tried followed by the terminator, one per try: a
+    block that is an expression's (PHP's anonymous class, ``return new class ($d) extends B {`` … closes as
+    ``};``)."""
     open_tags: bool = False
     """JSX: a ``<`` in an error, right before a name, may open a tag that is still waiting for its ``>``
     (a text cut among its attributes: ``<button\n  type="button"``); one more try closes it as ``/>``."""
@@ -509,6 +514,12 @@ _FOLLOWERS = MappingProxyType({"try": (frozenset({"catch", "finally"}), " finall
 _JS_FOLLOWERS = MappingProxyType({**_FOLLOWERS, "?": (frozenset({":"}), " : _")})
 """JavaScript's and TypeScript's also: a ``?`` of a conditional expression (or type) waiting for its ``:``
 (``a ? function () {`` … closes as ``} : _``)."""
+_PHP_FOLLOWERS = _JS_FOLLOWERS
+"""PHP's are JavaScript's: ``try``, ``do``, and a conditional's ``?`` waiting for its ``:`` (``$v =
+is_array($v)`` then ``? sprintf(…)`` on the next line, cut there, closes as `` : _;}``)."""
+_PHP_ATTRIBUTE_TARGETS = (b" function _() {}",)
+"""What an attribute cut before its target (``#[\\ReturnTypeWillChange]`` on its line) may still annotate: a
+function or method, standing for any declaration there (a parameter's is ``Grammar.parameters``')."""
 _TS_HEADERS = MappingProxyType({"switch": (b" {}",)})
 """A ``switch (`` cut before its block (``switch (\n  (a &&`` inside a block closes as ``)) {}}``)."""
 _JS_HEADERS = MappingProxyType({**_TS_HEADERS, "function": (b" {}",)})
@@ -534,6 +545,8 @@ _C_FOLLOWERS = MappingProxyType(_DO_WHILE)
 _CPP_FOLLOWERS = MappingProxyType({"try": (frozenset({"catch"}), " catch (...) {}"), **_DO_WHILE})
 _FOR_CLAUSES = MappingProxyType({"for": (b";;", b";", b"")})
 """A ``for (`` header cut in its first, second or last clause (or in a ``for … of``)."""
+_PHP_CLAUSES = MappingProxyType({"foreach": (b" as $_",)})
+"""A ``foreach (`` header cut inside the array it iterates (``foreach (\n    [\n        'host' => 'H',``)."""
 _JS_TAILS = (BLOCK_COMMENT_END, "`", '"', "'")
 _TEMPLATE_QUOTES = frozenset({"`"})
 """A template literal's backtick, closed like a bracket: a text cut inside a ``${`` that spans lines closes
@@ -589,7 +602,9 @@ GRAMMARS: dict[str, Grammar] = {
             delimited=re.compile(rb"(?<![\w)\]}])%[qQwWiIrsx]?([({\[<|!/^]|%(?=\s)|(?<=%r)%)"),
             stand_ins=((_SPECIAL_GLOBAL_SYMBOL, b"_"),),
         ),
-        Grammar("php", "tree_sitter_php", "language_php", (*_C_LIKE, "'"), followers=_FOLLOWERS,
+        Grammar("php", "tree_sitter_php", "language_php", (*_C_LIKE, "'"), followers=_PHP_FOLLOWERS,
+                fillers=_PHP_ATTRIBUTE_TARGETS, parameters=(b" $_", b" {}"), clauses=_PHP_CLAUSES,
+                expression_blocks=4,
                 terminator=";", heredoc=re.compile(rb"<<<[ \t]*(['\"]?)([A-Za-z_]\w*)\1"),
                 stand_ins=((_PHP_STRING_KEY, b"k"),)),
         Grammar("shell", "tree_sitter_bash", "language", ("'", '"', "`"),

@@ -718,9 +718,13 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
     for pattern, filler in grammar.continued:
         if pattern.search(data, max(0, len(data) - 80)):
             yield filler + close, False, False
+    parameter_endings = []
     if grammar.parameters is not None and opened and opened[-1][0] == ")":  # `A(\n  int a,`: ` _ _) {}}`
         parameter, body = grammar.parameters
-        yield (parameter if operand else b"") + b")" + body + _closing(opened[:-1], grammar), False, False
+        rest = b")" + body + _closing(opened[:-1], grammar)
+        parameter_endings = [filler + rest for filler in ((parameter,) if operand else (b"", parameter))]
+        for ending in parameter_endings:  # (`#[S]` then its parameter)
+            yield ending, False, False
     tagged = _open_tag_closing(state, grammar, data) if grammar.open_tags else None
     if tagged is not None:  # `<button\n  type="b"` closes as `/>`, then what was open before it
         yield (FILLERS[0] if operand else b"") + tagged, False, False
@@ -745,7 +749,8 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
             yield angled[:last] + b"(): _;" + angled[last:], False, False  # `m<T extends X<{` … : a method's
     for ending in (*grammar.endings, *statement_end):
         yield close + ending, False, False
-    for ending in _block_endings(state, grammar) if grammar.headers or grammar.type_bodies else ():
+    blocks = grammar.headers or grammar.type_bodies or grammar.clauses
+    for ending in _block_endings(state, grammar) if blocks else ():
         yield ending, False, False
         if operand:
             yield FILLERS[0] + ending, False, False  # `if a ||` closes as ` _ {}}`
@@ -786,6 +791,9 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
                 yield tail.encode() + close.replace(b"}", grammar.block_end), True, False
             if grammar.parameter_types and b")" in close:
                 yield tail.encode() + _function_type(close), True, False
+    for ending in (plain_close, *parameter_endings) if grammar.expression_blocks else ():
+        for variant in _expression_block_variants(ending, grammar):
+            yield variant, False, False
     if grammar.heredoc is not None:
         openers = list(grammar.heredoc.finditer(data))
         if openers:
@@ -811,6 +819,18 @@ def _open_tag_closing(state: _Opened, grammar: Grammar, data: bytes) -> bytes | 
 
 
 _SELF_CLOSING = "/>"
+
+
+def _expression_block_variants(ending: bytes, grammar: Grammar) -> Iterator[bytes]:
+    """``ending`` with one of its first ``Grammar.expression_blocks`` ``}`` followed by the terminator, one
+    variant each: the one that closes a block an expression holds (PHP's anonymous class)."""
+    start = 0
+    for _ in range(grammar.expression_blocks):
+        index = ending.find(b"}", start)
+        if index < 0:
+            return
+        yield ending[: index + 1] + grammar.terminator.encode() + ending[index + 1 :]
+        start = index + 1
 
 
 def _expects_operand(content: bytes) -> bool:
@@ -1245,7 +1265,7 @@ def _closing(opened: list[tuple[str, int]], grammar: Grammar, literal: int | Non
              terminated: bool = True) -> bytes:
     """The text closing what is open (``open_at_end``'s entries, outermost first), innermost first; the entry
     at index ``literal`` followed by the grammar's ``type_literal``; unless not ``terminated``, the grammar's
-    terminator before a ``}`` that follows a ``)``, ``]`` or ``>``."""
+    terminator before a ``}`` that follows a ``)``, ``]``, ``>`` or a conditional's `` : _``."""
     entries = [grammar.followers[entry][1] if entry in grammar.followers
                else entry + grammar.type_literal.decode() if index == literal else entry
                for index, (entry, _) in reversed(list(enumerate(opened)))
@@ -1260,9 +1280,9 @@ def _closing(opened: list[tuple[str, int]], grammar: Grammar, literal: int | Non
     return (separator + separator.join(entries)).encode()
 
 
-_ENDS_STATEMENT = frozenset({")", "]", ">"})
+_ENDS_STATEMENT = frozenset({")", "]", ">", " : _"})
 """Closers after which a ``}`` ends a statement first (``f(a,`` closes as ``);}``, C++'s ``using T = A<`` as
-``>;}``)."""
+``>;}``, PHP's ``$v = $a`` then ``? f()`` as `` : _;}``)."""
 
 
 def open_at_end(tree: Any, grammar: Grammar, angles: bool = False) -> list[tuple[str, int]]:
