@@ -213,10 +213,10 @@ _CSS_STRINGS = re.compile(rb"/\*.*?(?:\*/|\Z)|\"(?:[^\"\\\n]++|\\.)*+[\"\n]|'(?:
 _NTH_ARGUMENT = re.compile(rb":nth-(?:last-)?(?:child|of-type)\(([^()\n]*)\)")
 """``:nth-child(2n-1)``, whose ``An+B`` tree-sitter-css 0.25 does not know."""
 
-_KEYFRAME_FRACTION = re.compile(rb"(?<![\w.-])\d*+(\.)\d++%(?=\s*+[,{])")
+_KEYFRAME_FRACTION = re.compile(rb"(\.)(?<=[\d\s,{]\.)(?=\d++%\s*+[,{])")
 """A keyframe selector with a fraction (``@keyframes j { 11.1%, 22.2% {``, animate.css), which
 tree-sitter-css 0.25 rejects: the point read as ``0``."""
-_STAR_HACK = re.compile(rb"(?<=[{;\s])(\*)(?=[A-Za-z-]++\s*+:)")
+_STAR_HACK = re.compile(rb"(\*)(?<=[{;\s]\*)(?=[A-Za-z-]++\s*+:)")
 """A declaration behind IE's star hack (``*zoom: 1;``, tachyons), which browsers drop and tree-sitter-css
 0.25 rejects: the star read as ``_``."""
 _CUSTOM_MEDIA = re.compile(rb"@custom-media\s++(--[\w-]++)")
