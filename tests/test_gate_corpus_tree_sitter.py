@@ -144,7 +144,8 @@ def _accepted(command: list[str]) -> bool:
 
 def _shell_scripts() -> list[Path]:
     found = []
-    for root in ("/usr/bin", "/usr/sbin", "/usr/lib/git-core", "/usr/share/debconf"):
+    for root in ("/usr/bin", "/usr/sbin", "/usr/lib/git-core", "/usr/share/debconf",
+                 "/usr/share/git-core/templates/hooks"):
         for path in sorted(Path(root).glob("*")):
             try:
                 if not path.is_file() or path.stat().st_size > MAX_BYTES:

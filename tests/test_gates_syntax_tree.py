@@ -384,6 +384,13 @@ def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str
              "            inner: a,\n            #[cfg(not(x))] inner: b, ..\n        } => {}\n    }\n}\n",
      "fn f(t: T) {\n    match t {\n        L {\n            #[cfg(x)]\n"
      "            inner: a,\n            #[cfg(not(x))] inner: b, ..\n        } => {}\n    }\n    g(;\n}\n"),
+    # heredocs: `<<\EOF` (git's scripts), one with no command (pre-rebase.sample), `<<=cut` before POD
+    ("shell", "cat >s.json <<\\EOF ||\n{\nEOF\ndie \"no\"\n",
+     "cat >s.json <<\\EOF ||\n{\nEOF\ndie \"no\" )\necho\n"),
+    ("shell", "exit 0\n\n<<\\DOC_END\nThis hook checks the topic.\n\n * a\nDOC_END\n",
+     "exit 0 )\n\n<<\\DOC_END\nThis hook checks the topic.\n\n * a\nDOC_END\necho\n"),
+    ("shell", "exit 0\n\n: <<=cut\n=head1 NAME\n\npg_getwal - (\n\n=cut\n",
+     "exit 0 )\n\n: <<=cut\n=head1 NAME\n\npg_getwal - (\n\n=cut\necho\n"),
     # keyframe selectors with fractions (animate.css), IE's star hack (tachyons), custom media (primer)
     ("css", "@keyframes j {\n  from,\n  11.1%,\n  to {\n    x: 1;\n  }\n  .5% { y: 2 }\n}\n",
      "@keyframes j {\n  from,\n  11.1%,\n  to {\n    x: 1;\n  \n  .5% { y: 2 }\n}\n.a { b: c }\n"),

@@ -195,17 +195,40 @@ def _subshells(found: re.Match[bytes]) -> bytes:
     return b"( ("
 
 
-_QUOTED_HEREDOC = re.compile(rb"<<-?[ \t]*(['\"])(\w+)\1[^\n]*\n(.*?)(?=^\t*\2$|\Z)",
-                             re.DOTALL | re.MULTILINE)
-"""A heredoc whose delimiter is quoted: its body is text, read as ``_`` (tree-sitter-bash 0.25 misreads a body
-line starting with ``#``, or blank, after ``<<'EOF' &&``)."""
+_QUOTED_HEREDOC = re.compile(rb"<<-?[ \t]*(?:(?P<quote>['\"])|\\)(?P<name>\w+)(?(quote)(?P=quote))[^\n]*\n"
+                             rb"(?P<body>.*?)(?=^\t*(?P=name)$|\Z)", re.DOTALL | re.MULTILINE)
+"""A heredoc whose delimiter is quoted (``<<'EOF'``, or ``<<\\EOF`` as git's scripts write it): its body is
+text, read as ``_`` (tree-sitter-bash 0.25 misreads a body line starting with ``#``, ``{`` or blank, after
+``<<'EOF' &&`` or ``<<\\EOF ||``)."""
 
 
 def _blank_body(found: re.Match[bytes]) -> bytes:
-    start = found.start(3) - found.start()
-    return found.group()[:start] + re.sub(rb"[^\n]", b"_", found.group(3))
+    start = found.start("body") - found.start()
+    return found.group()[:start] + re.sub(rb"[^\n]", b"_", found.group("body"))
 
 
+_ODD_HEREDOC = re.compile(rb"<<-?+[ \t]*+(?P<name>[=.:@+%^,/!?~][^\s;|&<>()]*+)\n"
+                          rb"(?P<body>.*?)(?:^\t*(?P=name)$|\Z)", re.DOTALL | re.MULTILINE)
+"""A heredoc whose delimiter starts with punctuation that opens no expansion, quote or operator (``: <<=cut``
+before POD, postgresql-common's scripts), which tree-sitter-bash 0.25 reads as an operator: its body is text
+(``_``), and the delimiter, at both ends (the body may run to the end: a text cut inside it), a name of
+``_``."""
+
+
+def _odd_heredoc(found: re.Match[bytes]) -> bytes:
+    name = found.group("name")
+    text = found.group()
+    start, body_start = found.start("name") - found.start(), found.start("body") - found.start()
+    body_end = found.end("body") - found.start()
+    named = re.sub(rb"\W", b"_", name)
+    return (text[:start] + named + text[start + len(name) : body_start]
+            + re.sub(rb"[^\n]", b"_", found.group("body")) + text[body_end:].replace(name, named))
+
+
+_BARE_HEREDOC = re.compile(rb"^[ \t]*+(<)(?=<-?[ \t]*[\\'\"]?\w)", re.MULTILINE)
+"""A heredoc with no command, alone at the start of its line (``<<\\DOC_END``, git's pre-rebase.sample: a
+block of text nothing reads), which tree-sitter-bash 0.25 rejects: its first ``<`` read as ``:``, a command
+reading a file (after the body is blanked)."""
 _CSS_STRINGS = re.compile(rb"/\*.*?(?:\*/|\Z)|\"(?:[^\"\\\n]++|\\.)*+[\"\n]|'(?:[^'\\\n]++|\\.)*+['\n]",
                           re.DOTALL)
 """CSS's comments and strings (a string a line break ends is broken).  The strings' runs are possessive: a
@@ -613,11 +636,12 @@ GRAMMARS: dict[str, Grammar] = {
                 pattern_starts=frozenset({"in", ";;", ";&", ";;&"}),
                 fillers=(b" ; then :", b" ; do :\ndone", b" : ; then :", b" : ; do :\ndone"),
                 continued=((re.compile(rb"\|[ \t]*\\\n\Z"), b"_) ;;"),),
-                heredoc=re.compile(rb"<<-?[ \t]*(['\"]?)([A-Za-z_]\w*)\1"),
+                heredoc=re.compile(rb"<<-?[ \t]*\\?(['\"]?)([A-Za-z_]\w*)\1"),
                 stand_ins=((_FOR_DO, b";"), (_TILDE, b"_"), (_TEST_OPEN, b"_"), (_TEST_CLOSE, b"_"),
                            (_BACKTICK_BLANKS, _backtick_after_blanks), (_QUOTED_BLANKS, b"_"),
                            (_ASSIGNMENT_REDIRECTED, b"_"), (_DOLLAR_ESCAPE, b"_"),
-                           (_TWO_SUBSHELLS, _subshells), (_QUOTED_HEREDOC, _blank_body))),
+                           (_TWO_SUBSHELLS, _subshells), (_QUOTED_HEREDOC, _blank_body),
+                           (_ODD_HEREDOC, _odd_heredoc), (_BARE_HEREDOC, b":"))),
         Grammar("html", "tree_sitter_html", "language", ("-->", '"', "'", ">"),
                 stand_ins=((_XML_DECLARATION, b" "), (_TEMPLATE_TAG, b"_"), (_TEXT_ANGLE, b" "))),
         Grammar("css", "tree_sitter_css", "language", (BLOCK_COMMENT_END, '"', "'"),
