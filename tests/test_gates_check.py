@@ -113,6 +113,15 @@ def test_json_and_toml_gates_block_their_errors(default: CompiledPolicy) -> None
     assert toml_block.action == "block" and toml_block.metadata["line"] == 2
 
 
+def test_the_default_policy_gates_jsx_written_in_chunks(default: CompiledPolicy) -> None:
+    files = Files({"src/App.jsx": "export function App() {\n  return (\n    <div className=\"app\">\n"})
+    cut_in_a_tag = '      <button\n        class="counter"\n        onClick={() => setCount((c) => c + 1)}\n'
+    assert check_write(default, write("src/App.jsx", cut_in_a_tag, append=True), files.read).action == "allow"
+    broken = check_write(default, write("src/App.jsx", "      <p>{count + }</p>\n    </div>\n  );\n}\n",
+                                        append=True), files.read)
+    assert broken.action == "block" and broken.metadata["validator"] == "javascript"
+
+
 def test_a_write_that_changes_nothing_is_not_checked() -> None:
     files = Files({"app.py": "broken(\n\n)x\n"})
     decision = check_write(policy(gate("python", "*.py")), write("app.py", "broken(\n\n)x\n"), files.read)

@@ -226,6 +226,28 @@ def test_an_incomplete_javascript_prefix_is_allowed_with_partial(prefix: str, po
     ("ruby", "class W\n  TYPE_H = /^[#{ %W(\n    \\u{20A9}\n    \\u{FF61}-\\u{FFBE}\n"),  # `)}/`: a regex's
     ("ruby", "def t\n  x.each do\n    a(m(<<-EOR))\n#{c(%Q[\n#{i(%Q[\n<e\n"
              "  #{s.join(\"\\n\")} />\n"),  # `])}])}`, then `EOR`: literals in interpolations in a heredoc
+    # a JSX tag cut among its attributes: `/>`, then what was open before it (create-vite's App.jsx)
+    ("javascript", "function App() {\n  return (\n    <>\n      <button\n        type=\"button\"\n"
+                   "        onClick={() => setCount((count) => count + 1)}\n"),
+    ("javascript", "const a = <div>\n  <Nav.Link {...props}\n"),
+    ("javascript", "const a = <div>\n  <button\n    onClick={() => {\n      f(1);\n"),  # `}}/></div>`
+    ("tsx", "export const A = () => (\n  <div>\n    <svg\n      className=\"icon\"\n"),
+    ("javascript", "const A = () => (\n  <div>\n    <Link to=\"/\">\n"),  # `</Link>`: JSX keeps the case
+    # an `&` read as JSX reads it is no error that the completions cannot reach (reactstrap's types)
+    ("tsx", "const A = () => <img src=\"/t?a=3&w=318\" />;\n\nconst B = () => {\n  return (\n    <Card>\n"
+            "      <img\n        width=\"100%\"\n"),
+    # a constructor cut among its parameters (` _ _) {}}`), an annotation cut inside its arguments (Capacitor)
+    ("java", "class A {\n  public A(\n      String globalJS,\n      String bridgeJS,\n"),
+    # PHP: a conditional continued on the next line, attributes before what they annotate, a `foreach (` cut
+    # inside its array, an anonymous class's body (`};`) (Monolog, Doctrine, Guzzle)
+    ("php", "<?php\nfunction f($v) {\n    $v = is_array($v)\n        ? sprintf('%s', $v)\n"),
+    ("php", "<?php\nclass A {\n    #[\\ReturnTypeWillChange]\n"),
+    ("php", "<?php\nclass A {\n    public function c(\n        #[SensitiveParameter]\n"),
+    ("php", "<?php\nforeach (\n    [\n        'host' => 'HOSTNAME',\n"),
+    ("php", "<?php\nclass E {\n    public function wrap($d) {\n        return new class ($d) extends M {\n"
+            "            public function connect(\n                #[SensitiveParameter]\n"),
+    ("java", "@CapacitorPlugin(\n    name = \"Http\",\n    permissions = {\n"
+             "        @Permission(alias = \"W\"),\n"),
 ])
 def test_incomplete_prefixes_of_other_languages(language: str, prefix: str, policy: CompiledPolicy) -> None:
     assert write(policy, f"m.{EXTENSIONS[language]}", prefix).metadata.get("incomplete") is True
@@ -253,9 +275,19 @@ def test_an_error_followed_by_more_text_blocks_even_in_a_prefix(policy: Compiled
     assert decision.metadata["line"] == 2
 
 
+@pytest.mark.parametrize("text", [
+    "const a = <div>\n  <button\n    type=\"button\n    disabled\n    id=\"b\"\n",  # a string not closed
+    "const a = <div>\n  <button\n    onClick={() => f(1}\n    id=\"b\"\n",  # `)` deleted in a handler
+])
+def test_an_error_in_a_jsx_tag_cut_among_its_attributes_blocks(text: str, policy: CompiledPolicy) -> None:
+    """Closing a tag left open as ``/>`` completes only a cut-off tag: an error inside it still blocks."""
+    assert write(policy, "m.js", text).action == "block"
+
+
 @pytest.mark.parametrize(("language", "text", "line"), [
     ("go", "package a\n\nfunc f() {\n\tif err != nil {\n\t\tb.Fatal(err\n\t}\n", 5),  # seen on the last line
     ("java", "class A {\n  int f() {\n    return 1;\n\n  public int g() {\n", 5),  # a method in a method
+    ("java", "class A {\n  public A(\n      int a,,\n      int b,\n", 2),  # tree-sitter's error: the header
     ("go", "package a\n\nfunc f() {\n\tx := g(1\n\t}\n\ty := `a`\n", 4),  # a tail that closes no string
     ("ruby", "def as_json\n  {\n    'o' => options,\n\n  end\n", 5),  # a finished last line: `end` in a hash
     ("ruby", "class W\n  T = /^[#{ %W(\n    a\n  ).join }]/\n  U = f(1\n  V = 2\n", 5),  # past a `%W(`
@@ -352,6 +384,30 @@ def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str
              "            inner: a,\n            #[cfg(not(x))] inner: b, ..\n        } => {}\n    }\n}\n",
      "fn f(t: T) {\n    match t {\n        L {\n            #[cfg(x)]\n"
      "            inner: a,\n            #[cfg(not(x))] inner: b, ..\n        } => {}\n    }\n    g(;\n}\n"),
+    # heredocs: `<<\EOF` (git's scripts), one with no command (pre-rebase.sample), `<<=cut` before POD
+    ("shell", "cat >s.json <<\\EOF ||\n{\nEOF\ndie \"no\"\n",
+     "cat >s.json <<\\EOF ||\n{\nEOF\ndie \"no\" )\necho\n"),
+    ("shell", "exit 0\n\n<<\\DOC_END\nThis hook checks the topic.\n\n * a\nDOC_END\n",
+     "exit 0 )\n\n<<\\DOC_END\nThis hook checks the topic.\n\n * a\nDOC_END\necho\n"),
+    ("shell", "exit 0\n\n: <<=cut\n=head1 NAME\n\npg_getwal - (\n\n=cut\n",
+     "exit 0 )\n\n: <<=cut\n=head1 NAME\n\npg_getwal - (\n\n=cut\necho\n"),
+    # keyframe selectors with fractions (animate.css), IE's star hack (tachyons), custom media (primer)
+    ("css", "@keyframes j {\n  from,\n  11.1%,\n  to {\n    x: 1;\n  }\n  .5% { y: 2 }\n}\n",
+     "@keyframes j {\n  from,\n  11.1%,\n  to {\n    x: 1;\n  \n  .5% { y: 2 }\n}\n.a { b: c }\n"),
+    ("css", ".cf { *zoom: 1; }\n", ".cf { *zoom: 1; }}\n.a { b: c }\n"),
+    ("css", "@custom-media --b screen and (min-width: 30em);\n",
+     "@custom-media --b screen and (min-width: 30em;\n.a { b: c }\n"),
+    # an `&` that starts no character reference, in JSX text and in an attribute's string
+    ("javascript",
+     "const A = () => (\n  <a href=\"/css2?f=N&display=swap\">\n    Terms & Conditions\n  </a>\n);\n",
+     "const A = () => (\n  <a href=\"/css2?f=N&display=swap\">\n    Terms & Conditions\n  </a>\n;\n"),
+    ("tsx", "export const A = () => <p>Terms & Conditions</p>;\n",
+     "export const A = () => <p>{a & }</p>;\n"),
+    # reserved words as JSX attribute names (Preact's `class`, preact-router's `default`); the values are code
+    ("javascript", "const A = () => (\n  <a\n    class=\"r\" for={new Date()}\n    title=\"a class\">\n"
+                   "    <Route default component={N} />\n  </a>\n);\n",
+     "const A = () => (\n  <a\n    class=\"r\" for={new Date(}\n    title=\"a class\">\n"
+     "    <Route default component={N} />\n  </a>\n);\n"),
 ])
 def test_valid_code_the_grammar_cannot_parse_is_allowed(language: str, text: str, broken: str,
                                                         policy: CompiledPolicy) -> None:

@@ -141,6 +141,18 @@ class Grammar:
     literals: frozenset[str] = frozenset()
     """Nodes or tokens after (or in) which a ``{`` opens a literal (Go's ``[]T{``, ``}{``), not a header's
     block."""
+    parameters: tuple[bytes, bytes] | None = None
+    """A method or constructor cut among its parameters: what a parameter list cut after its ``,`` or ``(``
+    (or after an attribute) still lacks, and the body after its ``)``, tried when a ``(`` is the innermost
+    bracket open (Java's ``public A(\n    int a,`` closes as `` _ _) {}}``: a constructor takes no ``;``;
+    PHP's ``function f(`` then ``#[SensitiveParameter]`` as `` $_) {}``)."""
+    expression_blocks: int = 0
+    """How many of the innermost ``}`` of an ending are each tried followed by the terminator, one per try: a
+    block that is an expression's (PHP's anonymous class, ``return new class ($d) extends B {`` … closes as
+    ``};``)."""
+    open_tags: bool = False
+    """JSX: a ``<`` in an error, right before a name, may open a tag that is still waiting for its ``>``
+    (a text cut among its attributes: ``<button\n  type="button"``); one more try closes it as ``/>``."""
 
 
 _FOR_DO = re.compile(rb"\bfor[ \t]+\w+([ \t])[ \t]*do\b")
@@ -183,17 +195,40 @@ def _subshells(found: re.Match[bytes]) -> bytes:
     return b"( ("
 
 
-_QUOTED_HEREDOC = re.compile(rb"<<-?[ \t]*(['\"])(\w+)\1[^\n]*\n(.*?)(?=^\t*\2$|\Z)",
-                             re.DOTALL | re.MULTILINE)
-"""A heredoc whose delimiter is quoted: its body is text, read as ``_`` (tree-sitter-bash 0.25 misreads a body
-line starting with ``#``, or blank, after ``<<'EOF' &&``)."""
+_QUOTED_HEREDOC = re.compile(rb"<<-?[ \t]*(?:(?P<quote>['\"])|\\)(?P<name>\w+)(?(quote)(?P=quote))[^\n]*\n"
+                             rb"(?P<body>.*?)(?=^\t*(?P=name)$|\Z)", re.DOTALL | re.MULTILINE)
+"""A heredoc whose delimiter is quoted (``<<'EOF'``, or ``<<\\EOF`` as git's scripts write it): its body is
+text, read as ``_`` (tree-sitter-bash 0.25 misreads a body line starting with ``#``, ``{`` or blank, after
+``<<'EOF' &&`` or ``<<\\EOF ||``)."""
 
 
 def _blank_body(found: re.Match[bytes]) -> bytes:
-    start = found.start(3) - found.start()
-    return found.group()[:start] + re.sub(rb"[^\n]", b"_", found.group(3))
+    start = found.start("body") - found.start()
+    return found.group()[:start] + re.sub(rb"[^\n]", b"_", found.group("body"))
 
 
+_ODD_HEREDOC = re.compile(rb"<<-?+[ \t]*+(?P<name>[=.:@+%^,/!?~][^\s;|&<>()]*+)\n"
+                          rb"(?P<body>.*?)(?:^\t*(?P=name)$|\Z)", re.DOTALL | re.MULTILINE)
+"""A heredoc whose delimiter starts with punctuation that opens no expansion, quote or operator (``: <<=cut``
+before POD, postgresql-common's scripts), which tree-sitter-bash 0.25 reads as an operator: its body is text
+(``_``), and the delimiter, at both ends (the body may run to the end: a text cut inside it), a name of
+``_``."""
+
+
+def _odd_heredoc(found: re.Match[bytes]) -> bytes:
+    name = found.group("name")
+    text = found.group()
+    start, body_start = found.start("name") - found.start(), found.start("body") - found.start()
+    body_end = found.end("body") - found.start()
+    named = re.sub(rb"\W", b"_", name)
+    return (text[:start] + named + text[start + len(name) : body_start]
+            + re.sub(rb"[^\n]", b"_", found.group("body")) + text[body_end:].replace(name, named))
+
+
+_BARE_HEREDOC = re.compile(rb"^[ \t]*+(<)(?=<-?[ \t]*[\\'\"]?\w)", re.MULTILINE)
+"""A heredoc with no command, alone at the start of its line (``<<\\DOC_END``, git's pre-rebase.sample: a
+block of text nothing reads), which tree-sitter-bash 0.25 rejects: its first ``<`` read as ``:``, a command
+reading a file (after the body is blanked)."""
 _CSS_STRINGS = re.compile(rb"/\*.*?(?:\*/|\Z)|\"(?:[^\"\\\n]++|\\.)*+[\"\n]|'(?:[^'\\\n]++|\\.)*+['\n]",
                           re.DOTALL)
 """CSS's comments and strings (a string a line break ends is broken).  The strings' runs are possessive: a
@@ -201,6 +236,18 @@ _CSS_STRINGS = re.compile(rb"/\*.*?(?:\*/|\Z)|\"(?:[^\"\\\n]++|\\.)*+[\"\n]|'(?:
 _NTH_ARGUMENT = re.compile(rb":nth-(?:last-)?(?:child|of-type)\(([^()\n]*)\)")
 """``:nth-child(2n-1)``, whose ``An+B`` tree-sitter-css 0.25 does not know."""
 
+_KEYFRAME_FRACTION = re.compile(rb"(\.)(?<=[\d\s,{]\.)(?=\d++%\s*+[,{])")
+"""A keyframe selector with a fraction (``@keyframes j { 11.1%, 22.2% {``, animate.css), which
+tree-sitter-css 0.25 rejects: the point read as ``0``."""
+_STAR_HACK = re.compile(rb"(\*)(?<=[{;\s]\*)(?=[A-Za-z-]++\s*+:)")
+"""A declaration behind IE's star hack (``*zoom: 1;``, tachyons), which browsers drop and tree-sitter-css
+0.25 rejects: the star read as ``_``."""
+_CUSTOM_MEDIA = re.compile(rb"@custom-media\s++(--[\w-]++)")
+"""A custom media query's name (``@custom-media --b screen and (…);``, Media Queries 5, which PostCSS
+users write), which tree-sitter-css 0.25 rejects: read as blanks."""
+_JAVA_ENDINGS = (b" class _ {}",)
+"""Annotations cut inside their arguments (``@CapacitorPlugin(\n    permissions = {``) waiting for what they
+annotate."""
 _JS_ENDINGS = (b" => {}", b" from ''")
 """An arrow function's parameters waiting for ``=> body``; an import list (``import {\n  A,``) waiting for
 ``from``."""
@@ -212,6 +259,29 @@ _IMPORTED_KEYWORD = re.compile(rb"(?<=[{,])\s*(" + _JS_RESERVED + rb")(?=\s+as\b
 """A reserved word as a name an import or export clause gives or takes (``export { f as function, n as null
 }``, zod's v3/types.js; ``import { function as f } from``), which any name may be and tree-sitter-javascript
 0.23 rejects: read as ``_`` of its length."""
+_JSX_ATTRIBUTE = (rb"\s++(?:(?P<name>[\w$:-]++)(?:\s*+=\s*+(?:\"[^\"]*+\"|'[^']*+'"
+                  rb"|\{(?:[^{}]++|\{[^{}]*+\})*+\}))?|\{\s*+\.\.\.[^{}]*+\})")
+"""One attribute of a JSX tag, its name the group ``name``: a value in braces nested once at most; or a
+spread."""
+_JSX_TAG = re.compile(rb"<([A-Za-z_$][\w$.:-]*+)(?:" + _JSX_ATTRIBUTE.replace(b"?P<name>", b"?:") + rb")++")
+"""A JSX tag's start: ``<``, a name and attributes (no group inside the repeat: Python 3.11's ``re`` gets
+a group's span wrong in a possessive repeat)."""
+_JSX_ATTRIBUTES = re.compile(_JSX_ATTRIBUTE)
+_JSX_RESERVED = re.compile(rb"(?:" + _JS_RESERVED + rb"|default)\Z")
+
+
+def _jsx_reserved_names(found: re.Match[bytes]) -> bytes:
+    """A JSX tag whose attributes named by reserved words (Preact's ``class="a"``, ``<Route default />``),
+    which any name may be and tree-sitter-javascript 0.23 rejects, read as ``_`` of their length."""
+    tag = found.group()
+    attributes = _JSX_ATTRIBUTES.finditer(tag, found.end(1) - found.start())
+    names = [attribute.span("name") for attribute in attributes
+             if attribute.group("name") is not None and _JSX_RESERVED.match(attribute.group("name"))]
+    for start, end in reversed(names):
+        tag = tag[:start] + b"_" * (end - start) + tag[end:]
+    return tag
+
+
 _VARIANCE = re.compile(rb"[<,](?:\s|/\*(?:[^*]|\*(?!/)){0,400}\*/)*((?:in|out)(?:\s+out)?)\s+(?=[A-Za-z_$])")
 """A type parameter's variance (``interface A<in T>``, ``<in out T>``, a comment before it; TypeScript 4.7),
 which tree-sitter-typescript 0.23 does not know: read as blanks."""
@@ -467,6 +537,12 @@ _FOLLOWERS = MappingProxyType({"try": (frozenset({"catch", "finally"}), " finall
 _JS_FOLLOWERS = MappingProxyType({**_FOLLOWERS, "?": (frozenset({":"}), " : _")})
 """JavaScript's and TypeScript's also: a ``?`` of a conditional expression (or type) waiting for its ``:``
 (``a ? function () {`` … closes as ``} : _``)."""
+_PHP_FOLLOWERS = _JS_FOLLOWERS
+"""PHP's are JavaScript's: ``try``, ``do``, and a conditional's ``?`` waiting for its ``:`` (``$v =
+is_array($v)`` then ``? sprintf(…)`` on the next line, cut there, closes as `` : _;}``)."""
+_PHP_ATTRIBUTE_TARGETS = (b" function _() {}",)
+"""What an attribute cut before its target (``#[\\ReturnTypeWillChange]`` on its line) may still annotate: a
+function or method, standing for any declaration there (a parameter's is ``Grammar.parameters``')."""
 _TS_HEADERS = MappingProxyType({"switch": (b" {}",)})
 """A ``switch (`` cut before its block (``switch (\n  (a &&`` inside a block closes as ``)) {}}``)."""
 _JS_HEADERS = MappingProxyType({**_TS_HEADERS, "function": (b" {}",)})
@@ -492,6 +568,8 @@ _C_FOLLOWERS = MappingProxyType(_DO_WHILE)
 _CPP_FOLLOWERS = MappingProxyType({"try": (frozenset({"catch"}), " catch (...) {}"), **_DO_WHILE})
 _FOR_CLAUSES = MappingProxyType({"for": (b";;", b";", b"")})
 """A ``for (`` header cut in its first, second or last clause (or in a ``for … of``)."""
+_PHP_CLAUSES = MappingProxyType({"foreach": (b" as $_",)})
+"""A ``foreach (`` header cut inside the array it iterates (``foreach (\n    [\n        'host' => 'H',``)."""
 _JS_TAILS = (BLOCK_COMMENT_END, "`", '"', "'")
 _TEMPLATE_QUOTES = frozenset({"`"})
 """A template literal's backtick, closed like a bracket: a text cut inside a ``${`` that spans lines closes
@@ -502,14 +580,16 @@ GRAMMARS: dict[str, Grammar] = {
     for grammar in (
         Grammar("javascript", "tree_sitter_javascript", "language", _JS_TAILS, followers=_JS_FOLLOWERS,
                 endings=_JS_ENDINGS, headers=_JS_HEADERS, quotes=_TEMPLATE_QUOTES, clauses=_FOR_CLAUSES,
-                stand_ins=((_EXPORTED_KEYWORD, b"_"), (_IMPORTED_KEYWORD, b"_"))),
+                stand_ins=((_EXPORTED_KEYWORD, b"_"), (_IMPORTED_KEYWORD, b"_"),
+                           (_JSX_TAG, _jsx_reserved_names)), open_tags=True),
         Grammar("typescript", "tree_sitter_typescript", "language_typescript", _JS_TAILS,
                 followers=_JS_FOLLOWERS, endings=_TS_ENDINGS, fillers=_TYPE_ARGUMENTS,
                 stand_ins=_TYPESCRIPT_STAND_INS, angles=True, parameter_types=True, headers=_TS_HEADERS,
                 quotes=_TEMPLATE_QUOTES, clauses=_FOR_CLAUSES),
         Grammar("tsx", "tree_sitter_typescript", "language_tsx", _JS_TAILS, followers=_JS_FOLLOWERS,
                 endings=_TS_ENDINGS, fillers=_TYPE_ARGUMENTS, stand_ins=_TS_STAND_INS, angles=True,
-                parameter_types=True, headers=_TS_HEADERS, quotes=_TEMPLATE_QUOTES, clauses=_FOR_CLAUSES),
+                parameter_types=True, headers=_TS_HEADERS, quotes=_TEMPLATE_QUOTES, clauses=_FOR_CLAUSES,
+                open_tags=True),
         Grammar("go", "tree_sitter_go", "language", (*_C_LIKE, "`"), terminator="\n", headers=_GO_HEADERS,
                 type_bodies=_GO_TYPE_BODIES, type_literal=b"{}", literals=_GO_LITERALS),
         Grammar("rust", "tree_sitter_rust", "language", _C_LIKE, nested_comments=True, terminator=";",
@@ -518,7 +598,7 @@ GRAMMARS: dict[str, Grammar] = {
                            (_UNIT_STRUCT_WHERE, _blank_clause), (_FIELD_ATTRIBUTE, b" ")),
                 raw_string=re.compile(rb'(?<!\w)[bc]?r(#+)"')),
         Grammar("java", "tree_sitter_java", "language", (BLOCK_COMMENT_END, '"""', '"'), followers=_FOLLOWERS,
-                terminator=";"),
+                terminator=";", endings=_JAVA_ENDINGS, parameters=(b" _ _", b" {}")),
         Grammar("c", "tree_sitter_c", "language", _C_LIKE, followers=_C_FOLLOWERS,
                 terminator=";", conditionals=True, foreign=_CPP_LINE, block_end=b"} _;",
                 stand_ins=((_BARE_SWITCH, b" "), (_TYPE_ARGUMENT, b" ")), line_strings=_C_STRINGS,
@@ -545,7 +625,9 @@ GRAMMARS: dict[str, Grammar] = {
             delimited=re.compile(rb"(?<![\w)\]}])%[qQwWiIrsx]?([({\[<|!/^]|%(?=\s)|(?<=%r)%)"),
             stand_ins=((_SPECIAL_GLOBAL_SYMBOL, b"_"),),
         ),
-        Grammar("php", "tree_sitter_php", "language_php", (*_C_LIKE, "'"), followers=_FOLLOWERS,
+        Grammar("php", "tree_sitter_php", "language_php", (*_C_LIKE, "'"), followers=_PHP_FOLLOWERS,
+                fillers=_PHP_ATTRIBUTE_TARGETS, parameters=(b" $_", b" {}"), clauses=_PHP_CLAUSES,
+                expression_blocks=4,
                 terminator=";", heredoc=re.compile(rb"<<<[ \t]*(['\"]?)([A-Za-z_]\w*)\1"),
                 stand_ins=((_PHP_STRING_KEY, b"k"),)),
         Grammar("shell", "tree_sitter_bash", "language", ("'", '"', "`"),
@@ -554,15 +636,17 @@ GRAMMARS: dict[str, Grammar] = {
                 pattern_starts=frozenset({"in", ";;", ";&", ";;&"}),
                 fillers=(b" ; then :", b" ; do :\ndone", b" : ; then :", b" : ; do :\ndone"),
                 continued=((re.compile(rb"\|[ \t]*\\\n\Z"), b"_) ;;"),),
-                heredoc=re.compile(rb"<<-?[ \t]*(['\"]?)([A-Za-z_]\w*)\1"),
+                heredoc=re.compile(rb"<<-?[ \t]*\\?(['\"]?)([A-Za-z_]\w*)\1"),
                 stand_ins=((_FOR_DO, b";"), (_TILDE, b"_"), (_TEST_OPEN, b"_"), (_TEST_CLOSE, b"_"),
                            (_BACKTICK_BLANKS, _backtick_after_blanks), (_QUOTED_BLANKS, b"_"),
                            (_ASSIGNMENT_REDIRECTED, b"_"), (_DOLLAR_ESCAPE, b"_"),
-                           (_TWO_SUBSHELLS, _subshells), (_QUOTED_HEREDOC, _blank_body))),
+                           (_TWO_SUBSHELLS, _subshells), (_QUOTED_HEREDOC, _blank_body),
+                           (_ODD_HEREDOC, _odd_heredoc), (_BARE_HEREDOC, b":"))),
         Grammar("html", "tree_sitter_html", "language", ("-->", '"', "'", ">"),
                 stand_ins=((_XML_DECLARATION, b" "), (_TEMPLATE_TAG, b"_"), (_TEXT_ANGLE, b" "))),
         Grammar("css", "tree_sitter_css", "language", (BLOCK_COMMENT_END, '"', "'"),
-                stand_ins=((_NTH_ARGUMENT, b"2"),), line_strings=_CSS_STRINGS, lenient_strings=True,
+                stand_ins=((_NTH_ARGUMENT, b"2"), (_KEYFRAME_FRACTION, b"0"), (_STAR_HACK, b"_"),
+                           (_CUSTOM_MEDIA, b" ")), line_strings=_CSS_STRINGS, lenient_strings=True,
                 call_line_end=re.compile(rb";(?=[ \t]*\r?\n)")),
     )
 }

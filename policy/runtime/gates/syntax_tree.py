@@ -579,7 +579,7 @@ def _error_out_of_reach(tree: Any, limit: int) -> bool:
         children = node.children
         for index in range(len(children) - 1, -1, -1):
             child = children[index]
-            if child.is_error:
+            if child.is_error and not _bare_ampersand(child, node):
                 if code_after and child.end_byte < limit:
                     return True
             elif child.is_missing:
@@ -718,6 +718,16 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
     for pattern, filler in grammar.continued:
         if pattern.search(data, max(0, len(data) - 80)):
             yield filler + close, False, False
+    parameter_endings = []
+    if grammar.parameters is not None and opened and opened[-1][0] == ")":  # `A(\n  int a,`: ` _ _) {}}`
+        parameter, body = grammar.parameters
+        rest = b")" + body + _closing(opened[:-1], grammar)
+        parameter_endings = [filler + rest for filler in ((parameter,) if operand else (b"", parameter))]
+        for ending in parameter_endings:  # (`#[S]` then its parameter)
+            yield ending, False, False
+    tagged = _open_tag_closing(state, grammar, data) if grammar.open_tags else None
+    if tagged is not None:  # `<button\n  type="b"` closes as `/>`, then what was open before it
+        yield (FILLERS[0] if operand else b"") + tagged, False, False
     angled = closers(tree, grammar, angles=True) if grammar.angles else close
     if angled != close:
         for filler in (b"", b" _", b" : _"):
@@ -739,7 +749,8 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
             yield angled[:last] + b"(): _;" + angled[last:], False, False  # `m<T extends X<{` … : a method's
     for ending in (*grammar.endings, *statement_end):
         yield close + ending, False, False
-    for ending in _block_endings(state, grammar) if grammar.headers or grammar.type_bodies else ():
+    blocks = grammar.headers or grammar.type_bodies or grammar.clauses
+    for ending in _block_endings(state, grammar) if blocks else ():
         yield ending, False, False
         if operand:
             yield FILLERS[0] + ending, False, False  # `if a ||` closes as ` _ {}}`
@@ -780,6 +791,9 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
                 yield tail.encode() + close.replace(b"}", grammar.block_end), True, False
             if grammar.parameter_types and b")" in close:
                 yield tail.encode() + _function_type(close), True, False
+    for ending in (plain_close, *parameter_endings) if grammar.expression_blocks else ():
+        for variant in _expression_block_variants(ending, grammar):
+            yield variant, False, False
     if grammar.heredoc is not None:
         openers = list(grammar.heredoc.finditer(data))
         if openers:
@@ -787,6 +801,36 @@ def _completions(tree_parser: Any, grammar: Grammar, data: bytes,
             unclosed = [opener for opener in _unclosed_heredocs(openers, data) if opener is not openers[-1]]
             for opener in (openers[-1], *reversed(unclosed[len(unclosed) - _UNCLOSED_HEREDOCS :])):
                 yield from _heredoc_endings(tree_parser, grammar, data, tree, opened, opener, operand)
+
+
+def _open_tag_closing(state: _Opened, grammar: Grammar, data: bytes) -> bytes | None:
+    """The closers with the last JSX tag still waiting for its ``>`` closed as ``/>`` in its place (what it
+    opened since, innermost first, then ``/>``, then what was open before it); None when no such tag: its
+    ``<`` right before a name, what was open when it came still open below it, what is open above it opened
+    after it."""
+    if not state.tag_starts:
+        return None
+    depth, at = state.tag_starts[-1]
+    entries = state.entries
+    if depth > len(entries) or not _TAG_NAME_START.match(data, at + 1) \
+            or (depth and entries[depth - 1][1] > at) or any(start < at for _, start in entries[depth:]):
+        return None
+    return _closing([*entries[:depth], (_SELF_CLOSING, at), *entries[depth:]], grammar)
+
+
+_SELF_CLOSING = "/>"
+
+
+def _expression_block_variants(ending: bytes, grammar: Grammar) -> Iterator[bytes]:
+    """``ending`` with one of its first ``Grammar.expression_blocks`` ``}`` followed by the terminator, one
+    variant each: the one that closes a block an expression holds (PHP's anonymous class)."""
+    start = 0
+    for _ in range(grammar.expression_blocks):
+        index = ending.find(b"}", start)
+        if index < 0:
+            return
+        yield ending[: index + 1] + grammar.terminator.encode() + ending[index + 1 :]
+        start = index + 1
 
 
 def _expects_operand(content: bytes) -> bool:
@@ -1152,13 +1196,31 @@ def error_sites(tree: Any) -> Iterator[Site]:
 
 
 def _error_nodes(tree: Any) -> Iterator[Any]:
-    stack = [tree.root_node]
+    stack: list[tuple[Any, Any]] = [(tree.root_node, None)]
     while stack:
-        node = stack.pop()
-        if node.is_error or node.is_missing:
+        node, parent = stack.pop()
+        if node.is_missing or (node.is_error and not _bare_ampersand(node, parent)):
             yield node
         elif node.has_error:
-            stack.extend(reversed(node.children))
+            stack.extend((child, node) for child in reversed(node.children))
+
+
+def _bare_ampersand(error: Any, parent: Any) -> bool:
+    """Whether ``error`` (a child of ``parent``) is what tree-sitter-javascript 0.23 makes of an ``&`` that
+    starts no character reference in JSX text or in a JSX attribute's string (``Terms & Conditions``,
+    ``href="/a?b=1&c=2"``), which JSX allows: an ``ERROR`` from the ``&`` to the word's end, inside a text or
+    string that closes around it."""
+    if parent is None or parent.type not in _JSX_TEXTS:
+        return False
+    first = error.child(0)
+    if first is None or first.type != "&":
+        return False
+    holder = parent.parent if parent.type == "string" else None
+    return parent.type == "jsx_element" or (holder is not None and holder.type == "jsx_attribute")
+
+
+_JSX_TEXTS = frozenset({"jsx_element", "string"})
+"""The parents of an ``ERROR`` that ``_bare_ampersand`` reads: an element (its text), a string."""
 
 
 def _site(node: Any) -> Site:
@@ -1203,7 +1265,7 @@ def _closing(opened: list[tuple[str, int]], grammar: Grammar, literal: int | Non
              terminated: bool = True) -> bytes:
     """The text closing what is open (``open_at_end``'s entries, outermost first), innermost first; the entry
     at index ``literal`` followed by the grammar's ``type_literal``; unless not ``terminated``, the grammar's
-    terminator before a ``}`` that follows a ``)``, ``]`` or ``>``."""
+    terminator before a ``}`` that follows a ``)``, ``]``, ``>`` or a conditional's `` : _``."""
     entries = [grammar.followers[entry][1] if entry in grammar.followers
                else entry + grammar.type_literal.decode() if index == literal else entry
                for index, (entry, _) in reversed(list(enumerate(opened)))
@@ -1218,9 +1280,9 @@ def _closing(opened: list[tuple[str, int]], grammar: Grammar, literal: int | Non
     return (separator + separator.join(entries)).encode()
 
 
-_ENDS_STATEMENT = frozenset({")", "]", ">"})
+_ENDS_STATEMENT = frozenset({")", "]", ">", " : _"})
 """Closers after which a ``}`` ends a statement first (``f(a,`` closes as ``);}``, C++'s ``using T = A<`` as
-``>;}``)."""
+``>;}``, PHP's ``$v = $a`` then ``? f()`` as `` : _;}``)."""
 
 
 def open_at_end(tree: Any, grammar: Grammar, angles: bool = False) -> list[tuple[str, int]]:
@@ -1297,6 +1359,9 @@ def _closes_itself(element: Any) -> bool:
 
 
 _ANGLES = frozenset({"<", *_ANGLES_CLOSED})
+_TAG_MARKS = frozenset({"<", ">", "/>"})
+"""The leaves in an error that open or end a JSX tag (``Grammar.open_tags``)."""
+_TAG_NAME_START = re.compile(rb"[A-Za-z_$]")
 _UNBALANCED_VALID = frozenset({"html", "ruby", "shell"})
 """Grammars whose nodes parsed without error may leave a tracked token open, so that ``open_at_end`` walks
 them too: HTML's elements whose end tag may be left out (``<p>``, ``<li>``), and the keyword blocks of Ruby
@@ -1359,7 +1424,7 @@ def _tracked(name: str) -> frozenset[str]:
     followers = {kind for entry in grammar.followers.values() for kind in entry[0]}
     return frozenset({">", *_OPENERS, *_CLOSERS, *grammar.keywords, *grammar.keywords.values(),
                       *grammar.quotes, *grammar.followers, *followers, *grammar.pattern_starts,
-                      *grammar.headers})
+                      *grammar.headers, *(_TAG_MARKS if grammar.open_tags else ())})
 
 
 class _Opened:
@@ -1372,6 +1437,9 @@ class _Opened:
         """Where each ``{`` opening a type's body is (``Grammar.type_bodies``)."""
         self.clause_headers: dict[int, str] = {}
         """Where each ``(`` opening a header of clauses is, and its keyword (``Grammar.clauses``)."""
+        self.tag_starts: list[tuple[int, int]] = []
+        """Each ``<`` in an error that may open a tag still waiting for its ``>`` (``Grammar.open_tags``): the
+        stack's depth when it came, and where it is."""
 
     def push(self, entry: str, at: int) -> None:
         self.entries.append((entry, at))
@@ -1429,6 +1497,11 @@ def _track(opened: _Opened, node: Any, parent: Any, previous: Any, grammar: Gram
     elif kind == "{" and top in grammar.headers and not _after(parent, previous, grammar.literals):
         opened.pop()  # the header's block opens
         opened.push("}", node.start_byte)
+    elif grammar.open_tags and parent is not None and parent.is_error and kind in _TAG_MARKS:
+        if kind == "<":
+            opened.tag_starts.append((len(opened.entries), node.start_byte))
+        elif opened.tag_starts:
+            opened.tag_starts.pop()  # a `>` or `/>` ends it
     elif kind == ">" and parent is not None and parent.type in _TAGS:
         tag = _end_tag(parent)
         if parent.type in _OPENING_TAGS:
@@ -1474,11 +1547,13 @@ def _after(parent: Any, previous: Any, kinds: frozenset[str]) -> bool:
 
 
 def _end_tag(tag: Any) -> str:
-    """``</name>`` for an HTML or JSX tag (``</>`` for a JSX fragment)."""
+    """``</name>`` for an HTML or JSX tag (``</>`` for a JSX fragment); HTML's names in lower case (JSX's are
+    case-sensitive: ``<Link>`` closes with ``</Link>``)."""
     name = tag.child_by_field_name("name")
     if name is None:
         name = next((child for child in tag.children if child.type == "tag_name"), None)
-    return f"</{name.text.decode('utf-8', 'replace').lower() if name is not None else ''}>"
+    text = name.text.decode("utf-8", "replace") if name is not None else ""
+    return f"</{text.lower() if name is not None and name.type == 'tag_name' else text}>"
 
 
 def _stand_in(data: bytes, grammar: Grammar) -> bytes:
