@@ -542,7 +542,7 @@ _PHP_FOLLOWERS = _JS_FOLLOWERS
 is_array($v)`` then ``? sprintf(…)`` on the next line, cut there, closes as `` : _;}``)."""
 _PHP_ATTRIBUTE_TARGETS = (b" function _() {}",)
 """What an attribute cut before its target (``#[\\ReturnTypeWillChange]`` on its line) may still annotate: a
-function or method, standing for any declaration there (a parameter's is ``Grammar.parameters``')."""
+function or method, standing for any declaration there (a parameter's: ``Grammar.parameters``)."""
 _TS_HEADERS = MappingProxyType({"switch": (b" {}",)})
 """A ``switch (`` cut before its block (``switch (\n  (a &&`` inside a block closes as ``)) {}}``)."""
 _JS_HEADERS = MappingProxyType({**_TS_HEADERS, "function": (b" {}",)})
