@@ -391,6 +391,11 @@ def test_an_error_valid_text_follows_blocks_in_a_prefix(language: str, text: str
      "exit 0 )\n\n<<\\DOC_END\nThis hook checks the topic.\n\n * a\nDOC_END\necho\n"),
     ("shell", "exit 0\n\n: <<=cut\n=head1 NAME\n\npg_getwal - (\n\n=cut\n",
      "exit 0 )\n\n: <<=cut\n=head1 NAME\n\npg_getwal - (\n\n=cut\necho\n"),
+    # a `$` that starts no expansion (makesetup), `!` before assignments continued to a redirect (npm)
+    ("shell", "line=`echo $line| sed s/.$//`$extraline\n",
+     "line=`echo $line| sed s/.$//`$extraline )\necho\n"),
+    ("shell", "f() {\n  if ! IFS=$'\\n' R=($(A=\"$c\" \\\n      2>/dev/null)); then\n    return 1\n  fi\n}\n",
+     "f() {\n  if ! IFS=$'\\n' R=($(A=\"$c\" \\\n      2>/dev/null)); then\n    return 1 )\n  fi\n}\n"),
     # keyframe selectors with fractions (animate.css), IE's star hack (tachyons), custom media (primer)
     ("css", "@keyframes j {\n  from,\n  11.1%,\n  to {\n    x: 1;\n  }\n  .5% { y: 2 }\n}\n",
      "@keyframes j {\n  from,\n  11.1%,\n  to {\n    x: 1;\n  \n  .5% { y: 2 }\n}\n.a { b: c }\n"),

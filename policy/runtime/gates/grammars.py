@@ -181,11 +181,17 @@ _QUOTED_BLANKS = re.compile(rb"'(?<!\\')([ \t]+)'")
 """A single-quoted string of blanks only (``?*' '?*)``, ``less' '4*``), read as ``'_'``: tree-sitter-bash 0.25
 rejects it in some case patterns."""
 _ASSIGNMENT_REDIRECTED = re.compile(rb"(?m)(?:^|[;&|({]|\bthen|\bdo|\belse)[ \t]*[A-Za-z_]\w*(=)(?!\()"
-                                    rb"(?=[^\n;&|#]*?[ \t]\d*[<>])")
-"""An assignment with a redirection (``n=$((x + 0)) 2>/dev/null``), read as a command: tree-sitter-bash 0.25
-rejects it."""
-_DOLLAR_ESCAPE = re.compile(rb"\$(?=\\)")
-"""A ``$`` before a backslash (``lv_name=~\\(e2scrub$\\)``), a plain ``$`` to bash, read as ``_``."""
+                                    rb"(?=(?:[^\n;&|#\\]|\\[^\n]|\\\n)*?[ \t]\d*[<>])")
+"""An assignment with a redirection (``n=$((x + 0)) 2>/dev/null``, also on a line the assignment continues
+with ``\\``: npm's completion.sh), read as a command: tree-sitter-bash 0.25 rejects it."""
+_NEGATED_ASSIGNMENTS = re.compile(rb"(!)(?<=[\s;&|(]!)(?=[ \t]++[A-Za-z_]\w*+=)")
+"""A ``!`` before assignments (``if ! IFS=$'\\n' R=($(f)); then``, npm's completion.sh), which
+tree-sitter-bash 0.25 rejects when more than one assignment follows: read as a blank (the negation changes no
+syntax)."""
+_LITERAL_DOLLAR = re.compile(rb"\$(?=[\\/.,:=+%^~\]}&;|<>])")
+"""A ``$`` that starts no expansion, before a backslash (``lv_name=~\\(e2scrub$\\)``), a slash (``sed
+s/.$//``, Python's makesetup) or other punctuation: a plain ``$`` to bash, which tree-sitter-bash 0.25
+rejects; read as ``_``."""
 _TWO_SUBSHELLS = re.compile(rb"\(\(\w(?=[\w.-]*[ \t]+-[A-Za-z])")
 """``((gzip -cdfq …) …)``: two subshells, not arithmetic (bash reads it so once the arithmetic fails), read
 as ``( (`` (the command's first letter given up)."""
@@ -639,7 +645,8 @@ GRAMMARS: dict[str, Grammar] = {
                 heredoc=re.compile(rb"<<-?[ \t]*\\?(['\"]?)([A-Za-z_]\w*)\1"),
                 stand_ins=((_FOR_DO, b";"), (_TILDE, b"_"), (_TEST_OPEN, b"_"), (_TEST_CLOSE, b"_"),
                            (_BACKTICK_BLANKS, _backtick_after_blanks), (_QUOTED_BLANKS, b"_"),
-                           (_ASSIGNMENT_REDIRECTED, b"_"), (_DOLLAR_ESCAPE, b"_"),
+                           (_ASSIGNMENT_REDIRECTED, b"_"), (_NEGATED_ASSIGNMENTS, b" "),
+                           (_LITERAL_DOLLAR, b"_"),
                            (_TWO_SUBSHELLS, _subshells), (_QUOTED_HEREDOC, _blank_body),
                            (_ODD_HEREDOC, _odd_heredoc), (_BARE_HEREDOC, b":"))),
         Grammar("html", "tree_sitter_html", "language", ("-->", '"', "'", ">"),
