@@ -209,8 +209,10 @@ text, read as ``_`` (tree-sitter-bash 0.25 misreads a body line starting with ``
 
 
 def _blank_body(found: re.Match[bytes]) -> bytes:
-    start = found.start("body") - found.start()
-    return found.group()[:start] + re.sub(rb"[^\n]", b"_", found.group("body"))
+    """A heredoc's match with its ``body`` group read as ``_`` (its line breaks kept)."""
+    start, end = found.start("body") - found.start(), found.end("body") - found.start()
+    text = found.group()
+    return text[:start] + re.sub(rb"[^\n]", b"_", found.group("body")) + text[end:]
 
 
 _ODD_HEREDOC = re.compile(rb"<<-?+[ \t]*+(?P<name>[=.:@+%^,/!?~][^\s;|&<>()]*+)\n"
@@ -222,13 +224,9 @@ before POD, postgresql-common's scripts), which tree-sitter-bash 0.25 reads as a
 
 
 def _odd_heredoc(found: re.Match[bytes]) -> bytes:
+    """``_blank_body``, with the delimiter made a name of ``_`` (the blanked body holds none of it)."""
     name = found.group("name")
-    text = found.group()
-    start, body_start = found.start("name") - found.start(), found.start("body") - found.start()
-    body_end = found.end("body") - found.start()
-    named = re.sub(rb"\W", b"_", name)
-    return (text[:start] + named + text[start + len(name) : body_start]
-            + re.sub(rb"[^\n]", b"_", found.group("body")) + text[body_end:].replace(name, named))
+    return _blank_body(found).replace(name, re.sub(rb"\W", b"_", name))
 
 
 _BARE_HEREDOC = re.compile(rb"^[ \t]*+(<)(?=<-?[ \t]*[\\'\"]?\w)", re.MULTILINE)
