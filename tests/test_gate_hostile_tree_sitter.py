@@ -417,7 +417,7 @@ def test_different_comment_lines_at_the_end_are_read_fewer(
     # a list cut after its `,`, then 20,000 comment lines, each different (so no run of one unit): each ending
     # tried parsed them all again (they move into the list it closes), and the preprocessor's passes read
     # them all, a Python call per comment in two of them: 8 to 25 times one parse (now: the shorter text's
-    # parses, and its start's, read alone first: a 32nd of the text and a 32nd of that)
+    # parses, and those of the whole's start, read alone first: a 32nd of the text and a 32nd of that)
     text = "int f(\n  a," + COMMENT_LINES[lines](20_000)
     parsed = _counting_parses(language, monkeypatch)
     preprocessed: list[int] = []
@@ -488,7 +488,8 @@ def test_the_comments_after_a_c_lists_comma_are_read_back_in_linear_time(comment
 
 
 BROKEN_EARLY = {
-    # a text that is one error from its first lines on: its start, read alone, decides (``_start_read_alone``)
+    # a text that is one error from its first lines on: its start alone decides (``_broken_start``; an error
+    # that ends in the start, ``_start_read_alone``)
     "rust": 'x = "a\n' * 2_000,
     "css": "a { b: 'c\n" * 2_000,
     "html": "<p class='a\n" * 2_000,

@@ -25,6 +25,9 @@ _REPEATS_CYCLE = 60
 the whole count modulo any cycle up to 6 repeats long (a quote that opens and closes in turn: 2)."""
 REPEATS_CUT = 4096
 """The fewest bytes it cuts: a shorter run costs little to read."""
+START_SHARE = 32
+"""The gate checks a long text's start on its own first: up to the end of the line its first ``1/START_SHARE``
+ends on (``syntax_tree._broken_start``)."""
 
 
 @dataclass(frozen=True)
@@ -33,7 +36,13 @@ class Shortened:
 
     text: bytes
     kept: int
-    """What lies at or after this offset in ``text`` lies as many bytes later in the whole as were cut."""
+    """What lies at or after this offset in ``text`` lies ``written - len(text)`` bytes later in the whole."""
+    written: int
+    """The whole text's length."""
+    start_share: int
+    """Where the share of the text whose start is checked on its own ends."""
+    start_limit: int
+    """How far that start may reach in ``text``: beyond, it holds what was cut, and it is not checked."""
 
 
 def shortened(data: bytes, comment_lines: bool) -> Shortened | None:
@@ -48,7 +57,7 @@ def shortened(data: bytes, comment_lines: bool) -> Shortened | None:
 def _repeats_cut(data: bytes) -> Shortened | None:
     """``data`` with the run of one unit (up to ``_REPEAT_UNIT`` bytes) repeated at its end cut by a multiple
     of ``_REPEATS_CYCLE`` repeats to ``REPEATS_KEPT`` or up to 59 more; the start of its last repeat kept
-    maps to the whole's last one.
+    maps to the whole's last one, and the start checked on its own is the shorter text's.
 
     Twenty thousand ``(``, lines of ``f(x`` or of an open string, a long line of ``1, ``: each repeat reads as
     the one before it does, opening or leaving open what that one did (what a grammar reads in a unit
@@ -75,7 +84,7 @@ def _repeats_cut(data: bytes) -> Shortened | None:
     if best_cut < REPEATS_CUT:
         return None
     short = size - best_cut
-    return Shortened(data[:short], short - best_unit)
+    return Shortened(data[:short], short - best_unit, size, short // START_SHARE, short)
 
 
 _PLAIN = rb"\\\"';{}()\[\]?\n"
@@ -96,14 +105,17 @@ def _comment_lines_cut(data: bytes) -> Shortened | None:
     """``data`` with the comment lines (``_COMMENT_LINES_REVERSED``) that end it cut in their middle: the
     last ``REPEATS_KEPT`` kept, and the first ones, up to ``MACRO_SPAN`` bytes after the code with the last
     (the preprocessor's scans from the code read that far, and tell a text that ends within their reach from
-    one that goes on).
+    one that goes on), and those in the whole's start checked on its own when that holds up to
+    ``REPEATS_KEPT`` more.
 
     C and C++ code cut off, then 20,000 different comment lines (``int f(\\n  a,`` then ``/* note N */``
     lines): a comment is an extra that tree-sitter reads alike between any two tokens, and comment lines as
     ``_COMMENT_LINES_REVERSED`` reads them change nothing the gate's scans read (its strings, tails and the
     preprocessor's passes), so the shorter text is a cut-off prefix, or broken, where the whole is.  Without
     the cut each ending the gate tries (``f(\\n  a,`` … `` _);``) is a parse of the whole run, since the
-    comments move into the list the ending closes, and the preprocessor's passes read it all."""
+    comments move into the list the ending closes, and the preprocessor's passes read it all.  The whole's
+    start is checked on its own where it lies in what is kept; a start holding more comment lines than that
+    reads as the shorter text does, and is not checked apart."""
     found = _COMMENT_LINES_REVERSED.match(data[::-1])  # (it matches, maybe nothing)
     run = found.end() if found is not None else 0
     code_end = len(data) - run  # the line break that ends the code's last line
@@ -116,6 +128,10 @@ def _comment_lines_cut(data: bytes) -> Shortened | None:
         if last < 0:
             return None
     head = data.find(b"\n", max(code_end + 1, code_end + MACRO_SPAN + 1 - (len(data) - last)))
+    share = len(data) // START_SHARE
+    start = data.find(b"\n", share) + 1  # the whole's start checked on its own, when it has one
+    if head < start - 1 and data.count(b"\n", head, start) <= REPEATS_KEPT:
+        head = start - 1
     if last - head < REPEATS_CUT:
         return None
-    return Shortened(data[:head] + data[last:], head)
+    return Shortened(data[:head] + data[last:], head, len(data), share, head + 1)

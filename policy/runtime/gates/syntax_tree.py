@@ -23,13 +23,14 @@ parse.  Otherwise the gate blocks only what the write breaks:
   neighbours before the last line (and before any string or comment the
   text may end in), no other ending reaches back there: the text is
   broken, no more parses;
-- a text of 8 KB or more whose first error lies in its first 1/32 (or
-  that ends in a run of block-comment openers) is first checked up to the
-  end of that share's line, as if that start had been written alone, by
-  all of the above and below: a start the gate would block is taken to
-  break the text too, decided by checks of that start only (so this rule
-  blocks a valid text only where the gate would block a valid prefix of it
-  cut at a line end, what the corpus test counts);
+- a text of 8 KB or more whose first error lies in its first 1/32 is
+  first checked up to the end of that share's line, as if that start had
+  been written alone: when the error ends there (or the text ends in a run
+  of block-comment openers), by all of the above and below, before the
+  whole is read again; else by that start's completions after the whole's
+  preprocessing.  A start the gate would block is taken to break the text
+  too (so this rule blocks a valid text only where the gate would block a
+  valid prefix of it cut at a line end, what the corpus test counts);
 - an error the file already had before the write (same line, the edit's
   shift applied) is not the write's doing;
 - a text ending inside a block comment that holds more openers (which
@@ -78,7 +79,7 @@ from policy.runtime.gates.preprocessor import (
     has_checked_directives,
 )
 from policy.runtime.gates.problems import INCOMPLETE, VALID, Problem, Verdict, invalid, unavailable
-from policy.runtime.gates.shortening import shortened
+from policy.runtime.gates.shortening import START_SHARE, Shortened, shortened
 
 _OPENERS = {"(": ")", "[": "]", "{": "}", "${": "}", "#{": "}", "$(": ")", "$((": "))", "{$": "}"}
 _CLOSERS = frozenset({")", "]", "}", "))"})
@@ -313,49 +314,50 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool,
     if comment is None:
         shorter = shortened(data, grammar.conditionals) if partial and tree.root_node.has_error else None
         if shorter is None:
-            return *_analyse_tree(tree_parser, grammar, data, tree, partial), None
+            return *_analyse_tree(tree_parser, grammar, data, tree, partial, None, start_alone), None
         short = shorter.text
-        status, sites = _analyse_tree(tree_parser, grammar, short, tree_parser.parse(short), partial)
+        status, sites = _analyse_tree(tree_parser, grammar, short, tree_parser.parse(short), partial, shorter,
+                                      start_alone)
         if status == "valid":  # the whole has an error: read it whole (no grammar seen does this)
-            return *_analyse_tree(tree_parser, grammar, data, tree, partial), None
+            return *_analyse_tree(tree_parser, grammar, data, tree, partial, None, start_alone), None
         return status, [_lengthened(site, shorter.kept, len(data) - len(short)) for site in sites], None
     start, closer, completed, tree, _ = comment
-    _, sites = _analyse_tree(tree_parser, grammar, completed, tree, partial)  # a CSS string a line ends
+    # (sites: a CSS string a line ends)
+    _, sites = _analyse_tree(tree_parser, grammar, completed, tree, partial, None, start_alone)
     if not partial:  # whole, the text is broken where the comment opens
         sites.append(Site(start, start, closer.strip(b"\n").decode()))
     return ("invalid", sites, None) if sites else ("incomplete", [], None)
 
 
 _START_ALONE_MIN = 8192
-"""The smallest text whose start is read alone first (``_start_read_alone``): a smaller one is cheap."""
-_START_SHARE = 32
-"""That start runs up to the end of the line the text's first ``1/_START_SHARE`` ends on."""
+"""The smallest text whose start is judged on its own first (``_start_read_alone``, ``_broken_start``): a
+smaller one is cheap."""
 
 
 def _start_read_alone(tree_parser: Any, grammar: Grammar, data: bytes,
                       tree: Any | None) -> tuple[str, list[Site], int] | None:
     """``_analyse``'s answer for a text whose start, read alone, is broken: ``invalid``, the start's sites,
-    and where the start ends; else None.  Only for a text of ``_START_ALONE_MIN`` bytes or more, whose
-    ``tree`` (when given) has its first error in the text's first ``1/_START_SHARE``; the start runs to the
-    end of the line that share ends on (``_share_end``).  The start is judged as if it had been written
-    alone, by the whole gate (its stand-ins, preprocessor and completions; then, in ``check_syntax_tree``,
-    the errors the file had and unknown macros), and a start the gate would block is taken to break the
-    text, before anything reads the whole again.  This is no proof that no continuation exists: it adds a
-    false block only where the gate blocks a valid prefix cut at a line end, what the corpus test counts.
-    A line broken before 100 KB of C, where each name ``_macro_read`` blanks would be a check of the whole,
-    costs the text's parse and checks of its start; a text that ends in a run of comment openers (``tree``
-    None: its parse is quadratic, and closing them takes several) costs checks of its start only; a text
-    with no error, nothing more."""
+    and where the start ends; else None.  Only for a text of ``_START_ALONE_MIN`` bytes or more whose ``tree``
+    (when given) has its first error in the text's first ``1/START_SHARE``, ending in the start; the start
+    runs to the end of the line that share ends on (``_share_end``).  The start is judged as if it had been
+    written alone, by the whole gate (its stand-ins, preprocessor and completions; then, in
+    ``check_syntax_tree``, the errors the file had and unknown macros), and a start the gate would block is
+    taken to break the text, before anything reads the whole again.  This is no proof that no continuation
+    exists: it adds a false block only where the gate blocks a valid prefix cut at a line end, what the
+    corpus test counts.  A line broken before 100 KB of C, where each name ``_macro_read`` blanks would be a
+    check of the whole, costs the text's parse and checks of its start; a text that ends in a run of comment
+    openers (``tree`` None: its parse is quadratic, and closing them takes several) costs checks of its
+    start only; a text with no error, nothing more.  (An error that runs on past the start is left to
+    ``_broken_start``, which judges the start's endings after the whole's preprocessing.)"""
     if len(data) < _START_ALONE_MIN:
         return None
-    share = len(data) // _START_SHARE
-    if tree is not None:
-        first = next(_error_nodes(tree), None)
-        if first is None or first.start_byte >= share:
-            return None
-    cut = _share_end(data, share)
-    if cut is None:
+    share = len(data) // START_SHARE
+    first = next(_error_nodes(tree), None) if tree is not None else None
+    if tree is not None and (first is None or first.start_byte >= share):
         return None
+    cut = _share_end(data, share, len(data))
+    if cut is None or (first is not None and first.end_byte > cut):  # an error running on past the start:
+        return None  # the start alone is cut inside it, and reads as a prefix would
     status, sites, _ = _analyse(tree_parser, grammar, data[:cut], True)
     return (status, sites, cut) if status == "invalid" else None
 
@@ -502,9 +504,10 @@ _COMMENT_PARTS = 2
 ``parent`` scans from the root)."""
 
 
-def _analyse_tree(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any,
-                  partial: bool) -> tuple[str, list[Site]]:
-    """``_analyse`` of ``data`` parsed as ``tree``."""
+def _analyse_tree(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any, partial: bool,
+                  shorter: Shortened | None = None, start_alone: bool = True) -> tuple[str, list[Site]]:
+    """``_analyse`` of ``data`` parsed as ``tree``; ``shorter`` says how, when ``data`` is the text written
+    ``shortened``; without ``start_alone``, its start never decides (``_broken_start``)."""
     if not tree.root_node.has_error:
         broken = _line_broken_strings(grammar, data) if grammar.lenient_strings else []
         return ("invalid", broken) if broken else ("valid", [])
@@ -540,7 +543,9 @@ def _analyse_tree(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any,
     if not partial:
         # a tree can flag an error that no ERROR or MISSING node holds: nothing to point at, no block
         return ("invalid", conditions + errors) if conditions or errors else (complete, [])
-    standing = _completion_errors(tree_parser, grammar, data, tree)
+    standing = _broken_start(tree_parser, grammar, data, errors, shorter) if start_alone else None
+    if standing is None:
+        standing = _completion_errors(tree_parser, grammar, data, tree)
     if standing is None:
         return ("invalid", conditions) if conditions else ("incomplete", [])
     return "invalid", conditions + standing
@@ -594,11 +599,35 @@ def _completion_errors(tree_parser: Any, grammar: Grammar, data: bytes, tree: An
 
 
 
-def _share_end(data: bytes, share: int) -> int | None:
-    """The end of the line the offset ``share`` lies on, when it lies within ``2 * share`` and that line
-    does not go on after a backslash (a C directive); else None."""
+def _broken_start(tree_parser: Any, grammar: Grammar, data: bytes, errors: list[Site],
+                  shorter: Shortened | None) -> list[Site] | None:
+    """When the text written is ``_START_ALONE_MIN`` bytes or more (``data``, or the text ``shorter`` says
+    ``data`` was shortened from) and ``data``'s first error lies in its first ``1/START_SHARE`` (or up to
+    ``shorter``'s ``start_share``): the standing errors of the text up to the end of the line that share
+    ends on, when that start alone is no cut-off prefix (no ending of it parses); None otherwise.  The start
+    is judged as if it had been written alone, and a start the gate would block is taken to break the text;
+    the completions are parsed on that start only, not on the whole text (a text that is one error from its
+    start, such as lines of open strings, has no other early decision).  This is no proof that no
+    continuation exists: it adds a false block only where the gate already blocks a valid prefix cut at a
+    line end.  Undecided, it costs at most a few parses of that share."""
+    written, share, limit = (len(data), len(data) // START_SHARE, len(data)) if shorter is None else \
+        (shorter.written, shorter.start_share, shorter.start_limit)
+    if written < _START_ALONE_MIN or not errors:
+        return None
+    if min(site.start for site in errors) >= share:
+        return None
+    cut = _share_end(data, share, limit)
+    if cut is None:  # no line end near (or none in what a shorter text kept)
+        return None
+    start = data[:cut]
+    return _completion_errors(tree_parser, grammar, start, tree_parser.parse(start))
+
+
+def _share_end(data: bytes, share: int, limit: int) -> int | None:
+    """The end of the line the offset ``share`` lies on, when it lies within ``2 * share`` and ``limit`` (a
+    shorter text's kept part) and that line does not go on after a backslash (a C directive); else None."""
     cut = data.find(b"\n", share) + 1
-    if cut <= 0 or cut > 2 * share or data[max(0, cut - 3) : cut].rstrip(b"\r\n").endswith(b"\\"):
+    if cut <= 0 or cut > min(2 * share, limit) or data[max(0, cut - 3) : cut].rstrip(b"\r\n").endswith(b"\\"):
         return None
     return cut
 
