@@ -558,7 +558,7 @@ def test_a_list_of_macro_calls_is_read_whole_after_many_attributes() -> None:
     assert status("c", text + "int h(;\nint k;\n") == "invalid"
 
 
-@pytest.mark.parametrize(("text", "broken"), [
+UNKNOWN_MACROS = [
     # a lowercase storage-class macro (X11's Vendor.h, Intrinsic.h)
     ("typedef struct W *WidgetClass;\nexternalref WidgetClass vendorShellWidgetClass;\n"
      "externalref XtConvertArgRec const colorConvertArgs[];\nint x;\n",
@@ -576,11 +576,24 @@ def test_a_list_of_macro_calls_is_read_whole_after_many_attributes() -> None:
      "int x;\n",
      "static void FGAPIENTRY FGUNUSED glutInit_ATEXIT_HACK(int *argcp, char **argv) { f(argcp, argv; }\n"
      "int x;\n"),
-])
+]
+
+
+@pytest.mark.parametrize(("text", "broken"), UNKNOWN_MACROS)
 def test_an_unknown_macro_the_grammar_cannot_place_is_allowed(text: str, broken: str) -> None:
     assert check_syntax_tree("c", text, partial=True).status != "invalid"
     assert check_syntax_tree("c", text, partial=False).status == "valid"
     assert status("c", broken) == "invalid"
+
+
+@pytest.mark.parametrize(("text", "broken"), UNKNOWN_MACROS)
+def test_an_unknown_macro_in_a_long_texts_first_lines_is_allowed(text: str, broken: str) -> None:
+    # the start, read alone first, is broken until the macro's name is blanked: the whole is then read
+    body = "int f(int a) {\n  return a + 1;\n}\n" * 1_000
+    assert status("c", text + body) == "valid"
+    assert status("c", text + body + "int g(int a) {\n  return a +") == "incomplete"
+    assert status("c", broken + body) == "invalid"
+    assert status("c", text + body + "int g(;\nint h;\n") == "invalid"  # the start is fine, the rest is not
 
 
 @pytest.mark.parametrize("prefix", [

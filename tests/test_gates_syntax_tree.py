@@ -505,6 +505,22 @@ def test_an_error_the_file_already_had_is_not_the_edits_doing(policy: CompiledPo
     assert broken.metadata["line"] == 5
 
 
+@pytest.mark.parametrize(("language", "unit"), [
+    ("c", "int f(int a) {\n  return a + 1;\n}\n"),
+    ("rust", "fn f(a: i32) -> i32 {\n    a + 1\n}\n"),
+])
+def test_a_long_files_old_error_in_its_first_lines_is_not_an_appends_doing(language: str, unit: str) -> None:
+    # the start of a long text is read alone first: its old error is excused there, and the whole is read
+    # (it was the start's errors alone that were read, all excused: an error the write added later passed)
+    before = "int broken(;\n" + unit * 1_000
+    assert check_syntax_tree(language, before, True).status == "invalid"
+    assert check_syntax_tree(language, before + unit, True, before).status == "valid"
+    if language == "rust":  # (C blocks a cut-off append after an old error, long text or short: the first
+        # completion's old error stops the others)
+        assert check_syntax_tree(language, before + unit + unit[:20], True, before).status != "invalid"
+    assert check_syntax_tree(language, before + "int g(;\n" + unit, True, before).status == "invalid"
+
+
 def test_an_edit_inside_an_error_that_spans_it_is_not_the_edits_doing() -> None:
     before = "((echo a) | cat)\nf() {\n  echo 2\n}\n"  # `((` opening two subshells: one error from line 1 on
     assert check_syntax_tree("shell", before, False).status == "invalid"

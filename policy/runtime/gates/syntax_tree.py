@@ -25,10 +25,12 @@ parse.  Otherwise the gate blocks only what the write breaks:
   broken, no more parses;
 - a text of 8 KB or more whose first error lies in its first 1/32 is
   first checked up to the end of that share's line, as if that start had
-  been written alone: a start the gate would block is taken to break the
-  text too, decided by parses of that start only (so this rule blocks a
-  valid text only where the gate would block a valid prefix of it cut at a
-  line end, what the corpus test counts);
+  been written alone: when the error ends there (or the text ends in a run
+  of block-comment openers), by all of the above and below, before the
+  whole is read again; else by that start's completions after the whole's
+  preprocessing.  A start the gate would block is taken to break the text
+  too (so this rule blocks a valid text only where the gate would block a
+  valid prefix of it cut at a line end, what the corpus test counts);
 - an error the file already had before the write (same line, the edit's
   shift applied) is not the write's doing;
 - a text ending inside a block comment that holds more openers (which
@@ -121,14 +123,33 @@ def check_syntax_tree(name: str, text: str, partial: bool, before: str | None = 
     except GrammarUnavailable as error:
         return unavailable(str(error))
     data = text.encode("utf-8", "surrogateescape")
-    status, sites = _analyse(tree_parser, grammar, data, partial)
+    old = before.encode("utf-8", "surrogateescape") if before else None
+    excusal = functools.cache(functools.partial(_introduced, tree_parser, grammar, old, data, partial)) \
+        if old else None
+    status, sites, alone = _analyse(tree_parser, grammar, data, partial)
+    if alone is not None:  # its start, read alone, is broken: so is the text, unless that is old or macros'
+        verdict = _judged(tree_parser, grammar, data[:alone], True, status, sites, excusal)
+        if verdict.status == "invalid":
+            return verdict
+        status, sites, _ = _analyse(tree_parser, grammar, data, partial, start_alone=False)
+    return _judged(tree_parser, grammar, data, partial, status, sites, excusal)
+
+
+_Excusal = Callable[[], tuple[Callable[[list[Site]], list[Site]], list[Site]]]
+"""What ``_introduced`` gives for the text written, made once when first asked for."""
+
+
+def _judged(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool, status: str, sites: list[Site],
+            excusal: _Excusal | None) -> Verdict:
+    """The verdict on ``data`` analysed as ``status`` with ``sites``: the errors the file had before the write
+    (``excusal``) are not the write's, and those an unknown macro's name explains (``_macro_read``) do not
+    block."""
     if status != "invalid":
         return INCOMPLETE if status == "incomplete" else VALID
     errors, earlier = sites, list[Site]()
     excused: Callable[[list[Site]], list[Site]] = _keep
-    if before:
-        excused, earlier = _introduced(tree_parser, grammar, before.encode("utf-8", "surrogateescape"), data,
-                                       partial)
+    if excusal is not None:
+        excused, earlier = excusal()
         sites = excused(sites)
         if not sites:
             return VALID
@@ -210,7 +231,7 @@ def _macro_read(tree_parser: Any, grammar: Grammar, data: bytes, errors: list[Si
 
 def _errors_of(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> tuple[list[Site], str]:
     """The errors that stand in ``data`` (none when it is valid or a cut-off prefix), and its status."""
-    status, found = _analyse(tree_parser, grammar, data, partial)
+    status, found, _ = _analyse(tree_parser, grammar, data, partial)
     return (found if status == "invalid" else []), status
 
 
@@ -272,26 +293,73 @@ def _lines_of(data: bytes) -> Callable[[int], int]:
     return functools.partial(bisect.bisect_right, [found.start() for found in _NEWLINE.finditer(data)])
 
 
-def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool) -> tuple[str, list[Site]]:
-    """``valid``, ``incomplete`` or ``invalid`` with the error sites that stand."""
-    comment = _open_comment(tree_parser, grammar, data)
+def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool,
+             start_alone: bool = True) -> tuple[str, list[Site], int | None]:
+    """``valid``, ``incomplete`` or ``invalid`` with the error sites that stand, and where the start that was
+    read alone ends when those are its sites (``_start_read_alone``; only with ``start_alone``), else None."""
+    alone = partial and start_alone
+    run = _comment_run(grammar, data)
+    if alone and run is not None:  # closing its comment parses the whole several times: the start comes first
+        early = _start_read_alone(tree_parser, grammar, data, None)
+        if early is not None:
+            return early
+    comment = _open_comment(tree_parser, grammar, data, *run) if run is not None else None
+    if comment is not None and comment[4] and partial:  # cut off inside the comment
+        return "incomplete", [], None
+    tree = tree_parser.parse(data) if comment is None else comment[3]
+    if alone and run is None and tree.root_node.has_error:
+        early = _start_read_alone(tree_parser, grammar, data, tree)
+        if early is not None:
+            return early
     if comment is None:
-        tree = tree_parser.parse(data)
         shorter = shortened(data, grammar.conditionals) if partial and tree.root_node.has_error else None
         if shorter is None:
-            return _analyse_tree(tree_parser, grammar, data, tree, partial)
+            return *_analyse_tree(tree_parser, grammar, data, tree, partial, None, start_alone), None
         short = shorter.text
-        status, sites = _analyse_tree(tree_parser, grammar, short, tree_parser.parse(short), partial, shorter)
+        status, sites = _analyse_tree(tree_parser, grammar, short, tree_parser.parse(short), partial, shorter,
+                                      start_alone)
         if status == "valid":  # the whole has an error: read it whole (no grammar seen does this)
-            return _analyse_tree(tree_parser, grammar, data, tree, partial)
-        return status, [_lengthened(site, shorter.kept, len(data) - len(short)) for site in sites]
-    start, closer, completed, tree, cut_off = comment
-    if cut_off and partial:
-        return "incomplete", []
-    _, sites = _analyse_tree(tree_parser, grammar, completed, tree, partial)  # a CSS string a line ends
+            return *_analyse_tree(tree_parser, grammar, data, tree, partial, None, start_alone), None
+        return status, [_lengthened(site, shorter.kept, len(data) - len(short)) for site in sites], None
+    start, closer, completed, tree, _ = comment
+    # (sites: a CSS string a line ends)
+    _, sites = _analyse_tree(tree_parser, grammar, completed, tree, partial, None, start_alone)
     if not partial:  # whole, the text is broken where the comment opens
         sites.append(Site(start, start, closer.strip(b"\n").decode()))
-    return ("invalid", sites) if sites else ("incomplete", [])
+    return ("invalid", sites, None) if sites else ("incomplete", [], None)
+
+
+_START_ALONE_MIN = 8192
+"""The smallest text whose start is judged on its own first (``_start_read_alone``, ``_broken_start``): a
+smaller one is cheap."""
+
+
+def _start_read_alone(tree_parser: Any, grammar: Grammar, data: bytes,
+                      tree: Any | None) -> tuple[str, list[Site], int] | None:
+    """``_analyse``'s answer for a text whose start, read alone, is broken: ``invalid``, the start's sites,
+    and where the start ends; else None.  Only for a text of ``_START_ALONE_MIN`` bytes or more whose ``tree``
+    (when given) has its first error in the text's first ``1/START_SHARE``, ending in the start; the start
+    runs to the end of the line that share ends on (``_share_end``).  The start is judged as if it had been
+    written alone, by the whole gate (its stand-ins, preprocessor and completions; then, in
+    ``check_syntax_tree``, the errors the file had and unknown macros), and a start the gate would block is
+    taken to break the text, before anything reads the whole again.  This is no proof that no continuation
+    exists: it adds a false block only where the gate blocks a valid prefix cut at a line end, what the
+    corpus test counts.  A line broken before 100 KB of C, where each name ``_macro_read`` blanks would be a
+    check of the whole, costs the text's parse and checks of its start; a text that ends in a run of comment
+    openers (``tree`` None: its parse is quadratic, and closing them takes several) costs checks of its
+    start only; a text with no error, nothing more.  (An error that runs on past the start is left to
+    ``_broken_start``, which judges the start's endings after the whole's preprocessing.)"""
+    if len(data) < _START_ALONE_MIN:
+        return None
+    share = len(data) // START_SHARE
+    first = next(_error_nodes(tree), None) if tree is not None else None
+    if tree is not None and (first is None or first.start_byte >= share):
+        return None
+    cut = _share_end(data, share, len(data))
+    if cut is None or (first is not None and first.end_byte > cut):  # an error running on past the start:
+        return None  # the start alone is cut inside it, and reads as a prefix would
+    status, sites, _ = _analyse(tree_parser, grammar, data[:cut], True)
+    return (status, sites, cut) if status == "invalid" else None
 
 
 def _lengthened(site: Site, kept: int, cut: int) -> Site:
@@ -301,16 +369,31 @@ def _lengthened(site: Site, kept: int, cut: int) -> Site:
                 site.missing)
 
 
-def _open_comment(tree_parser: Any, grammar: Grammar,
-                  data: bytes) -> tuple[int, bytes, bytes, Any, bool] | None:
+def _comment_run(grammar: Grammar, data: bytes) -> tuple[str, bytes, int] | None:
+    """The tail, opener and start of a block comment the text may end inside with more of its openers after
+    it than tree-sitter reads in about one pass (their count times what follows the first exceeds the
+    text's length), for ``_open_comment``; None when there is none."""
+    for tail in grammar.tails:
+        opener = _TAIL_OPENERS.get(tail)
+        start = _open_token_start(tail, data) if opener is not None else None
+        if opener is None or start is None:
+            continue
+        if data.count(opener, start + len(opener)) * (len(data) - start) > len(data):
+            return tail, opener, start
+    return None
+
+
+def _open_comment(tree_parser: Any, grammar: Grammar, data: bytes, tail: str, opener: bytes,
+                  start: int) -> tuple[int, bytes, bytes, Any, bool] | None:
     """For a text that may end inside a block comment with more of its openers after the first one
-    (``int x; /*`` many times): where the comment starts, its closer (``Grammar.tails``), and the text
-    completed by that closer (one per comment open where comments nest, ``_open_nested_comment``; then the
-    closers of what it leaves open) with its tree, when the closer's tree reads a comment from inside the
-    text to the closer and that tree has no error, or an error out of reach of any ending of the code before
-    the comment (``_error_out_of_reach``: broken code with valid code after it), or when another of the
-    gate's endings after the closer leaves no standing error (``_ending_after_comment``: ``x = /*`` … closes
-    as ``*/ _;``), and whether it was that ending (the text is then a cut-off prefix); None otherwise.
+    (``int x; /*`` many times; ``tail``, ``opener`` and ``start`` as ``_comment_run`` found them): where the
+    comment starts, its closer (``Grammar.tails``), and the text completed by that closer (one per comment
+    open where comments nest, ``_open_nested_comment``; then the closers of what it leaves open) with its
+    tree, when the closer's tree reads a comment from inside the text to the closer and that tree has no
+    error, or an error out of reach of any ending of the code before the comment (``_error_out_of_reach``:
+    broken code with valid code after it), or when another of the gate's endings after the closer leaves no
+    standing error (``_ending_after_comment``: ``x = /*`` … closes as ``*/ _;``), and whether it was that
+    ending (the text is then a cut-off prefix); None otherwise.
 
     Tree-sitter lexes each opener after an unclosed one to the end of the text, so its own parse of such a
     text is quadratic; with the closer appended it parses in linear time.  The comment runs to the end (no
@@ -325,33 +408,25 @@ def _open_comment(tree_parser: Any, grammar: Grammar,
     one whose later openers re-read less than the whole text in all (their count times what follows the
     first): there the parse as it is costs about what this one more parse would (valid Go with ``//go:embed
     tests/*`` and one more ``/*`` in a string after it)."""
-    for tail in grammar.tails:
-        opener = _TAIL_OPENERS.get(tail)
-        start = _open_token_start(tail, data) if opener is not None else None
-        if opener is None or start is None:
-            continue
-        if data.count(opener, start + len(opener)) * (len(data) - start) <= len(data):
-            continue
-        closer = tail.encode()
-        nested = _open_nested_comment(grammar, data) if tail == BLOCK_COMMENT_END else None
-        completed = data + closer * (nested[1] if nested is not None else 1)  # Rust's: one per comment open
-        if nested is not None:  # a line end after it: the closers below then leave the comment's token be
-            completed += b"\n"  # (else tree-sitter reads it again: 20 KB, a parse's time), as Rust reads it
-        tree = tree_parser.parse(completed)
-        found = _comment_start(tree, data, opener, len(completed.rstrip(b"\n")))
-        if found is None:
-            return None
-        if tree.root_node.has_error:
-            closed, closed_tree = completed, tree
-            close = closers(tree, grammar)
-            if close:
-                tree = _parse_appended(tree_parser, completed, tree, close)
-                completed += close
-            if tree.root_node.has_error and not _error_out_of_reach(tree, found):
-                ending = _ending_after_comment(tree_parser, grammar, data, closed, closed_tree, start)
-                return None if ending is None else (found, closer, *ending, True)
-        return found, closer, completed, tree, False
-    return None
+    closer = tail.encode()
+    nested = _open_nested_comment(grammar, data) if tail == BLOCK_COMMENT_END else None
+    completed = data + closer * (nested[1] if nested is not None else 1)  # Rust's: one per comment open
+    if nested is not None:  # a line end after it: the closers below then leave the comment's token be
+        completed += b"\n"  # (else tree-sitter reads it again: 20 KB, a parse's time), as Rust reads it
+    tree = tree_parser.parse(completed)
+    found = _comment_start(tree, data, opener, len(completed.rstrip(b"\n")))
+    if found is None:
+        return None
+    if tree.root_node.has_error:
+        closed, closed_tree = completed, tree
+        close = closers(tree, grammar)
+        if close:
+            tree = _parse_appended(tree_parser, completed, tree, close)
+            completed += close
+        if tree.root_node.has_error and not _error_out_of_reach(tree, found):
+            ending = _ending_after_comment(tree_parser, grammar, data, closed, closed_tree, start)
+            return None if ending is None else (found, closer, *ending, True)
+    return found, closer, completed, tree, False
 
 
 def _ending_after_comment(tree_parser: Any, grammar: Grammar, data: bytes, closed: bytes, tree: Any,
@@ -430,9 +505,9 @@ _COMMENT_PARTS = 2
 
 
 def _analyse_tree(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any, partial: bool,
-                  shorter: Shortened | None = None) -> tuple[str, list[Site]]:
+                  shorter: Shortened | None = None, start_alone: bool = True) -> tuple[str, list[Site]]:
     """``_analyse`` of ``data`` parsed as ``tree``; ``shorter`` says how, when ``data`` is the text written
-    ``shortened``."""
+    ``shortened``; without ``start_alone``, its start never decides (``_broken_start``)."""
     if not tree.root_node.has_error:
         broken = _line_broken_strings(grammar, data) if grammar.lenient_strings else []
         return ("invalid", broken) if broken else ("valid", [])
@@ -468,7 +543,7 @@ def _analyse_tree(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any, pa
     if not partial:
         # a tree can flag an error that no ERROR or MISSING node holds: nothing to point at, no block
         return ("invalid", conditions + errors) if conditions or errors else (complete, [])
-    standing = _broken_start(tree_parser, grammar, data, errors, shorter)
+    standing = _broken_start(tree_parser, grammar, data, errors, shorter) if start_alone else None
     if standing is None:
         standing = _completion_errors(tree_parser, grammar, data, tree)
     if standing is None:
@@ -522,13 +597,11 @@ def _completion_errors(tree_parser: Any, grammar: Grammar, data: bytes, tree: An
     return first
 
 
-_BROKEN_START_MIN = 8192
-"""The smallest text whose start is checked on its own first (``_broken_start``): a smaller one is cheap."""
 
 
 def _broken_start(tree_parser: Any, grammar: Grammar, data: bytes, errors: list[Site],
                   shorter: Shortened | None) -> list[Site] | None:
-    """When the text written is ``_BROKEN_START_MIN`` bytes or more (``data``, or the text ``shorter`` says
+    """When the text written is ``_START_ALONE_MIN`` bytes or more (``data``, or the text ``shorter`` says
     ``data`` was shortened from) and ``data``'s first error lies in its first ``1/START_SHARE`` (or up to
     ``shorter``'s ``start_share``): the standing errors of the text up to the end of the line that share
     ends on, when that start alone is no cut-off prefix (no ending of it parses); None otherwise.  The start
@@ -539,17 +612,24 @@ def _broken_start(tree_parser: Any, grammar: Grammar, data: bytes, errors: list[
     line end.  Undecided, it costs at most a few parses of that share."""
     written, share, limit = (len(data), len(data) // START_SHARE, len(data)) if shorter is None else \
         (shorter.written, shorter.start_share, shorter.start_limit)
-    if written < _BROKEN_START_MIN or not errors:
+    if written < _START_ALONE_MIN or not errors:
         return None
     if min(site.start for site in errors) >= share:
         return None
-    cut = data.find(b"\n", share) + 1
-    if cut <= 0 or cut > min(2 * share, limit) \
-            or data[max(0, cut - 3) : cut].rstrip(b"\r\n").endswith(b"\\"):
-        return None  # no line end near (or none in what a shorter text kept), or the line goes on after a
-        # backslash (a C directive)
+    cut = _share_end(data, share, limit)
+    if cut is None:  # no line end near (or none in what a shorter text kept)
+        return None
     start = data[:cut]
     return _completion_errors(tree_parser, grammar, start, tree_parser.parse(start))
+
+
+def _share_end(data: bytes, share: int, limit: int) -> int | None:
+    """The end of the line the offset ``share`` lies on, when it lies within ``2 * share`` and ``limit`` (a
+    shorter text's kept part) and that line does not go on after a backslash (a C directive); else None."""
+    cut = data.find(b"\n", share) + 1
+    if cut <= 0 or cut > min(2 * share, limit) or data[max(0, cut - 3) : cut].rstrip(b"\r\n").endswith(b"\\"):
+        return None
+    return cut
 
 
 def _error_out_of_reach(tree: Any, limit: int) -> bool:
@@ -1577,7 +1657,7 @@ def _introduced(tree_parser: Any, grammar: Grammar, old: bytes, data: bytes,
     """What keeps, of sites in ``data`` (or in a text of its lines), those on no line where ``old`` had an
     error (lines mapped across the edit), and those errors of ``old`` outside the edit, at their offsets in
     ``data``."""
-    status, previous = _analyse(tree_parser, grammar, old, partial)
+    status, previous, _ = _analyse(tree_parser, grammar, old, partial)
     if status != "invalid":
         return _keep, []
     prefix, suffix = _common_ends(old, data)
