@@ -159,7 +159,7 @@ class Grammar:
     """A text that parses with no error up to the end of a line is complete there, and the lines after it read
     the same alone (shell: a command list ends at a line break; a heredoc, quote or block still open, or a
     line ending in ``\\``, ``&&`` or ``|``, is an error of that start): a long text whose parse is one error
-    is judged by its rest (``syntax_tree._complete_start``)."""
+    is judged by its rest (``syntax_tree._rest_read_alone``)."""
     open_tags: bool = False
     """JSX: a ``<`` in an error, right before a name, may open a tag that is still waiting for its ``>``
     (a text cut among its attributes: ``<button\n  type="button"``); one more try closes it as ``/>``."""
