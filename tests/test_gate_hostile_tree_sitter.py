@@ -475,6 +475,20 @@ def test_a_c_text_that_completes_as_written_is_not_preprocessed(
     assert len(parsed) == 2 and (parsed[0] + b" _)").endswith(parsed[1]), list(map(len, parsed))
 
 
+@pytest.mark.parametrize("language", ["c", "cpp"])
+def test_a_header_cut_after_a_comment_completes_as_written(language: str,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # a header cut after a `#define` that ends in a comment: its `*/` was taken for an operator, the one
+    # ending tried as written was a filler that fails, and the whole went through the preprocessor (elf.h: 17
+    # times the parse)
+    text = "#ifndef A_H\n#define A_H\n" + "#define A 1\t/* the first */\n" * 2_000
+    preprocessed: list[int] = []
+    blank = syntax_tree.blank_macro_calls
+    monkeypatch.setattr(syntax_tree, "blank_macro_calls", lambda data: preprocessed.append(1) or blank(data))
+    assert check_syntax_tree(language, text, partial=True).status == "incomplete"
+    assert not preprocessed
+
+
 @pytest.mark.parametrize("comment", ["/* {} */", "// {}"])
 def test_the_comments_after_a_c_lists_comma_are_read_back_in_linear_time(comment: str) -> None:
     # each comment cut off took a copy of the text before it: quadratic in their number

@@ -1007,14 +1007,16 @@ def _expects_operand(content: bytes) -> bool:
 
 
 def _operand_expected(grammar: Grammar, data: bytes) -> bool:
-    """Whether the text ends expecting an operand (``_expects_operand``), or, in C and C++
-    (``Grammar.conditionals``), ends with a ``,`` and comments after it (``f(\n  a,  /* one */``: a list's
-    next item; a ``{`` before comments opens a block, no operand).  The other grammars' figures were measured
-    on the text's own end, and are kept so."""
+    """Whether the text ends expecting an operand (``_expects_operand``); in C and C++
+    (``Grammar.conditionals``), its code does, without the comments that end it (``f(\n  a,  /* one */``: a
+    list's next item; a ``#define`` line ending in a comment is finished, though its ``*/`` ends in an
+    operator's byte: the one ending ``_completes_as_written`` tries was then a filler that fails, and a
+    header cut after such a line went through the preprocessor: elf.h, 17 times the parse).  The other
+    grammars' figures were measured on the text's own end, and are kept so."""
     content = data.rstrip()
-    if _expects_operand(content):
-        return True
-    return grammar.conditionals and content.endswith(b",", 0, _code_end(content))
+    if not grammar.conditionals:
+        return _expects_operand(content)
+    return _expects_operand(content[: _code_end(content)].rstrip())
 
 
 def _code_end(content: bytes) -> int:
