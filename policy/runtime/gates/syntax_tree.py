@@ -1008,15 +1008,18 @@ def _expects_operand(content: bytes) -> bool:
 
 def _operand_expected(grammar: Grammar, data: bytes) -> bool:
     """Whether the text ends expecting an operand (``_expects_operand``); in C and C++
-    (``Grammar.conditionals``), its code does, without the comments that end it (``f(\n  a,  /* one */``: a
-    list's next item; a ``#define`` line ending in a comment is finished, though its ``*/`` ends in an
-    operator's byte: the one ending ``_completes_as_written`` tries was then a filler that fails, and a
-    header cut after such a line went through the preprocessor: elf.h, 17 times the parse).  The other
-    grammars' figures were measured on the text's own end, and are kept so."""
+    (``Grammar.conditionals``), when comments end it, whether its code before them does, but for a ``{``,
+    which opens a block (``f(\n  a,  /* one */``: a list's next item; a ``#define`` line ending in a comment
+    is finished, though its ``*/`` ends in an operator's byte: the one ending ``_completes_as_written`` tries
+    was then a filler that fails, and a header cut after such a line went through the preprocessor: elf.h,
+    17 times the parse).  The other grammars' figures were measured on the text's own end, and are kept
+    so."""
     content = data.rstrip()
-    if not grammar.conditionals:
+    end = _code_end(content) if grammar.conditionals else len(content)
+    if end == len(content):
         return _expects_operand(content)
-    return _expects_operand(content[: _code_end(content)].rstrip())
+    code = content[:end].rstrip()
+    return _expects_operand(code) and not code.endswith(b"{")
 
 
 def _code_end(content: bytes) -> int:
