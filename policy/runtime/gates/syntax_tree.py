@@ -317,6 +317,13 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool,
     if comment is not None and comment[4] and partial:  # cut off inside the comment
         return "incomplete", [], None
     tree = tree_parser.parse(data) if comment is None else comment[3]
+    found = _open_block_comment(grammar, data) if partial and comment is None and tree.root_node.has_error \
+        else None
+    if found is not None:  # one comment open at the end: its content was read as code, each tail from there
+        comment = _open_comment(tree_parser, grammar, data, *found)
+        if comment is not None and comment[4]:
+            return "incomplete", [], None
+        tree = tree if comment is None else comment[3]
     if alone and run is None and tree.root_node.has_error:
         early = _start_read_alone(tree_parser, grammar, data, tree)
         if early is not None:
@@ -423,15 +430,23 @@ def _lengthened(site: Site, kept: int, cut: int) -> Site:
 
 
 def _comment_run(grammar: Grammar, data: bytes) -> tuple[str, bytes, int] | None:
-    """The tail, opener and start of a block comment the text may end inside with more of its openers after
-    it than tree-sitter reads in about one pass (their count times what follows the first exceeds the
-    text's length), for ``_open_comment``; None when there is none."""
+    """``_open_block_comment``'s comment when more of its openers follow it than tree-sitter reads in about
+    one pass (their count times what follows the first exceeds the text's length): the text's own parse is
+    quadratic, and is not made; None otherwise."""
+    found = _open_block_comment(grammar, data)
+    if found is None:
+        return None
+    _, opener, start = found
+    return found if data.count(opener, start + len(opener)) * (len(data) - start) > len(data) else None
+
+
+def _open_block_comment(grammar: Grammar, data: bytes) -> tuple[str, bytes, int] | None:
+    """The tail, opener and start of a block comment the text may end inside, for ``_open_comment``; None
+    when there is none."""
     for tail in grammar.tails:
         opener = _TAIL_OPENERS.get(tail)
         start = _open_token_start(tail, data) if opener is not None else None
-        if opener is None or start is None:
-            continue
-        if data.count(opener, start + len(opener)) * (len(data) - start) > len(data):
+        if opener is not None and start is not None:
             return tail, opener, start
     return None
 
