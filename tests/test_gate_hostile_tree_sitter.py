@@ -532,6 +532,27 @@ def test_a_text_broken_early_is_decided_in_few_parses(case: str, monkeypatch: py
     assert sum(sizes) <= 2 * len(text.encode()), f"{len(parsed)} parses of {sizes}"
 
 
+JSDOC_CUT = "/**\n * Calls it:\n *\n * function g(cb) {\n *   cb('a');\n * }\n"
+"""The start of a doc comment holding code, as a write cut inside it ends."""
+
+
+@pytest.mark.parametrize(("language", "unit"), [
+    ("typescript", "export function f(a: number): number {\n  return a + 1;\n}\n"),
+    ("javascript", "function f(a, b) {\n  return a + b;\n}\n"),
+    ("java", "class A {\n  int f(int a) {\n    return a + 1;\n  }\n}\n"),
+    ("c", "int f(int a) {\n  return a + 1;\n}\n"),
+])
+def test_a_text_cut_inside_one_block_comment_is_read_with_it_closed(language: str, unit: str,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # tree-sitter reads the comment's content as code, one error from its opener on, which each tail tried
+    # (`*/`, quotes) read again: 16 parses of the whole for a TypeScript file cut inside its JSDoc (27 times
+    # the parse on rxjs's code); now the text as written, then with the comment closed
+    text = unit * (100_000 // len(unit)) + JSDOC_CUT
+    parsed = _counting_parses(language, monkeypatch)
+    assert check_syntax_tree(language, text, partial=True).status == "incomplete"
+    assert sum(map(len, parsed)) <= 2.1 * len(text), list(map(len, parsed))
+
+
 DECLARED_TWO_WAYS = "GMOCK_DEFINE_DEFAULT_ACTION_FOR_RETURN_TYPE_(bool, false);\n" * 2_000
 """118 KB of lines tree-sitter-c reads two ways (a function's declaration or a macro's call), so that it
 reuses no node of their tree."""
