@@ -456,7 +456,8 @@ def _open_block_comment(grammar: Grammar, data: bytes) -> tuple[str, bytes, int]
 def _open_comment(tree_parser: Any, grammar: Grammar, data: bytes, tail: str, opener: bytes,
                   start: int) -> tuple[int, bytes, bytes, Any, bool] | None:
     """For a text that may end inside a block comment with more of its openers after the first one
-    (``int x; /*`` many times; ``tail``, ``opener`` and ``start`` as ``_comment_run`` found them): where the
+    (``int x; /*`` many times; ``tail``, ``opener`` and ``start`` as ``_comment_run`` found them), or inside
+    one whose text's own parse has an error (``_open_block_comment``): where the
     comment starts, its closer (``Grammar.tails``), and the text completed by that closer (one per comment
     open where comments nest, ``_open_nested_comment``; then the closers of what it leaves open) with its
     tree, when the closer's tree reads a comment from inside the text to the closer and that tree has no
