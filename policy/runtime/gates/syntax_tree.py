@@ -321,7 +321,7 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool,
     tree = tree_parser.parse(data) if comment is None else comment[3]
     found = _open_block_comment(grammar, data) if partial and comment is None and tree.root_node.has_error \
         else None
-    if found is not None:  # one comment open at the end: its content was read as code, each tail from there
+    if found is not None and _opens_there(tree, found[2]):  # one comment open at the end: read as code
         comment = _open_comment(tree_parser, grammar, data, *found)
         if comment is not None and comment[4]:
             return "incomplete", [], None
@@ -440,6 +440,15 @@ def _comment_run(grammar: Grammar, data: bytes) -> tuple[str, bytes, int] | None
         return None
     _, opener, start = found
     return found if data.count(opener, start + len(opener)) * (len(data) - start) > len(data) else None
+
+
+def _opens_there(tree: Any, start: int) -> bool:
+    """Whether what starts at ``start`` in ``tree`` lies in no string or comment that starts before it (a
+    ``/*`` in Go's ``//go:embed dir/*`` or in a string opens nothing: trying its closer cost a parse)."""
+    node = tree.root_node.descendant_for_byte_range(start, start + 1)
+    while node is not None and node.start_byte == start:  # the opener's own leaf, and what it starts
+        node = node.parent
+    return node is None or not any(kind in node.type for kind in _CLOSED_KINDS)
 
 
 def _open_block_comment(grammar: Grammar, data: bytes) -> tuple[str, bytes, int] | None:
