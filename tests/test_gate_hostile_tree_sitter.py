@@ -471,7 +471,22 @@ def test_a_c_text_that_completes_as_written_is_not_preprocessed(
     text = PREPROCESSOR_SHAPES["export macros on one line"]
     parsed = _counting_parses(language, monkeypatch)
     assert check_syntax_tree(language, text, partial=True).status == "incomplete"
-    assert len(parsed) == 2 and parsed[1].startswith(parsed[0]), list(map(len, parsed))
+    # the text, then it with its ending (in C, read from the declaration holding the error on)
+    assert len(parsed) == 2 and (parsed[0] + b" _)").endswith(parsed[1]), list(map(len, parsed))
+
+
+@pytest.mark.parametrize("language", ["c", "cpp"])
+def test_a_header_cut_after_a_comment_completes_as_written(language: str,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # a header cut after a `#define` that ends in a comment: its `*/` was taken for an operator, the one
+    # ending tried as written was a filler that fails, and the whole went through the preprocessor (elf.h: 17
+    # times the parse)
+    text = "#ifndef A_H\n#define A_H\n" + "#define A 1\t/* the first */\n" * 2_000
+    preprocessed: list[int] = []
+    blank = syntax_tree.blank_macro_calls
+    monkeypatch.setattr(syntax_tree, "blank_macro_calls", lambda data: preprocessed.append(1) or blank(data))
+    assert check_syntax_tree(language, text, partial=True).status == "incomplete"
+    assert not preprocessed
 
 
 @pytest.mark.parametrize("comment", ["/* {} */", "// {}"])
@@ -517,18 +532,100 @@ def test_a_text_broken_early_is_decided_in_few_parses(case: str, monkeypatch: py
     assert sum(sizes) <= 2 * len(text.encode()), f"{len(parsed)} parses of {sizes}"
 
 
+JSDOC_CUT = "/**\n * Calls it:\n *\n * function g(cb) {\n *   cb('a');\n * }\n"
+"""The start of a doc comment holding code, as a write cut inside it ends."""
+
+
+@pytest.mark.parametrize(("language", "unit"), [
+    ("typescript", "export function f(a: number): number {\n  return a + 1;\n}\n"),
+    ("javascript", "function f(a, b) {\n  return a + b;\n}\n"),
+    ("java", "class A {\n  int f(int a) {\n    return a + 1;\n  }\n}\n"),
+    ("c", "int f(int a) {\n  return a + 1;\n}\n"),
+])
+def test_a_text_cut_inside_one_block_comment_is_read_with_it_closed(language: str, unit: str,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # tree-sitter reads the comment's content as code, one error from its opener on, which each tail tried
+    # (`*/`, quotes) read again: 16 parses of the whole for a TypeScript file cut inside its JSDoc (27 times
+    # the parse on rxjs's code); now the text as written, then with the comment closed
+    text = unit * (100_000 // len(unit)) + JSDOC_CUT
+    parsed = _counting_parses(language, monkeypatch)
+    assert check_syntax_tree(language, text, partial=True).status == "incomplete"
+    assert sum(map(len, parsed)) <= 2.1 * len(text), list(map(len, parsed))
+
+
+DECLARED_TWO_WAYS = "GMOCK_DEFINE_DEFAULT_ACTION_FOR_RETURN_TYPE_(bool, false);\n" * 2_000
+"""118 KB of lines tree-sitter-c reads two ways (a function's declaration or a macro's call), so that it
+reuses no node of their tree."""
+
+
+@pytest.mark.parametrize(("end", "status", "wholes"), [
+    ("int x = (", "incomplete", 1),  # decided as written: the one ending was a second parse of the whole
+    ("int g(void) {\n  return f(1,", "incomplete", 1),
+    # broken: the preprocessed text's parse, and two names tried blanked as unknown macros' (a check of the
+    # whole each); its endings, and theirs, were 8 parses of the whole more
+    ("int g(void) {\n  x = ) (;\n  y = (", "invalid", 4),
+])
+def test_a_c_texts_endings_read_it_from_the_node_holding_its_first_error(
+        end: str, status: str, wholes: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the lines before the top-level node holding the first error are whole, and no ending changes them
+    parsed = _counting_parses("c", monkeypatch)
+    assert check_syntax_tree("c", DECLARED_TWO_WAYS + end, partial=True).status == status
+    assert len([data for data in parsed if len(data) > len(end) + 100]) == wholes, list(map(len, parsed))
+
+
+SCRIPT = 'f() {\n  echo "$1"\n}\n' * 5_000
+"""100 KB of shell functions: a complete start."""
+
+
+@pytest.mark.parametrize(("tail", "status", "line"), [
+    ("x=$(" * 100, "incomplete", None),  # cut off: each `$(` still open
+    ("echo )\n" + "x=$(" * 100, "invalid", 15_001),  # a stray `)`, then cut off
+])
+def test_a_long_scripts_rest_after_a_complete_start_is_read_alone(tail: str, status: str, line: int | None,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # tree-sitter-bash reads these whole as one ERROR from the first byte, so no ending reused a subtree: each
+    # was a parse of the whole (the bench's `x=$$(`, ten endings: 9 to 10 times the parse); now the start is
+    # parsed once more, from the tree, and the rest alone
+    text = SCRIPT + tail
+    assert parser("shell").parse(text.encode()).root_node.is_error
+    from_trees: list[bool] = []
+    parsed = _counting_parses("shell", monkeypatch, from_trees)
+    verdict = check_syntax_tree("shell", text, partial=True)
+    assert (verdict.status, verdict.problem and verdict.problem.line) == (status, line)
+    whole = [from_tree for data, from_tree in zip(parsed, from_trees, strict=True)
+             if len(data) > len(tail) + 8192]
+    assert whole == [False, True], list(zip(map(len, parsed), from_trees, strict=True))
+    assert check_syntax_tree("shell", tail, partial=True).status == status  # as the rest written alone
+
+
+@pytest.mark.parametrize("head", ["cat <<EOF\n", 'x="\n', "echo '\n", "x=$(\n"])
+def test_a_long_scripts_rest_is_not_read_alone_after_an_open_start(head: str) -> None:
+    # a heredoc, string or substitution open in the start: the `)` is inside it or closes it, and the text
+    # is a cut-off prefix (as `bash -n` says)
+    assert check_syntax_tree("shell", head + SCRIPT + "echo )\n" + "x=$(" * 100, partial=True).status \
+        == "incomplete"
+
+
 def _counting_parses(language: str, monkeypatch: pytest.MonkeyPatch,
                      from_trees: list[bool] | None = None) -> list[bytes]:
-    """The texts the gate's parser for ``language`` parses from now on, in order (and in ``from_trees``,
-    whether each was parsed from an edited tree)."""
+    """The texts the gate's parser for ``language`` parses from now on, in order, each from where it is read
+    (tree-sitter's included ranges), and in ``from_trees`` whether each was parsed from an edited tree."""
     real = parser(language)
     parsed: list[bytes] = []
 
     class Counting:
         language = real.language
 
+        @property
+        def included_ranges(self) -> object:
+            return real.included_ranges
+
+        @included_ranges.setter
+        def included_ranges(self, ranges: object) -> None:
+            real.included_ranges = ranges
+
         def parse(self, data: bytes, old_tree: object = None) -> object:
-            parsed.append(data)
+            parsed.append(data[real.included_ranges[0].start_byte :])
             if from_trees is not None:
                 from_trees.append(old_tree is not None)
             return real.parse(data) if old_tree is None else real.parse(data, old_tree)

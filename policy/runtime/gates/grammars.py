@@ -150,6 +150,16 @@ class Grammar:
     """How many of the innermost ``}`` of an ending are each tried followed by the terminator, one per try: a
     block that is an expression's (PHP's anonymous class, ``return new class ($d) extends B {`` … closes as
     ``};``)."""
+    closed_items: bool = False
+    """A top-level node parsed without error is whole and nothing after it continues it (C: a declaration ends
+    at its ``;`` or ``}``, a directive at its line's end, a conditional at its ``#endif``): an ending's parse
+    reads the text from the top-level node holding its first error on (``syntax_tree._items_start``).  Not
+    C++, whose ``misread`` query reads the whole tree."""
+    line_commands: bool = False
+    """A text that parses with no error up to the end of a line is complete there, and the lines after it read
+    the same alone (shell: a command list ends at a line break; a heredoc, quote or block still open, or a
+    line ending in ``\\``, ``&&`` or ``|``, is an error of that start): a long text whose parse is one error
+    is judged by its rest (``syntax_tree._rest_read_alone``)."""
     open_tags: bool = False
     """JSX: a ``<`` in an error, right before a name, may open a tag that is still waiting for its ``>``
     (a text cut among its attributes: ``<button\n  type="button"``); one more try closes it as ``/>``."""
@@ -606,7 +616,7 @@ GRAMMARS: dict[str, Grammar] = {
         Grammar("c", "tree_sitter_c", "language", _C_LIKE, followers=_C_FOLLOWERS,
                 terminator=";", conditionals=True, foreign=_CPP_LINE, block_end=b"} _;",
                 stand_ins=((_BARE_SWITCH, b" "), (_TYPE_ARGUMENT, b" ")), line_strings=_C_STRINGS,
-                statement_lines=True, reserved=_C_KEYWORDS),
+                statement_lines=True, reserved=_C_KEYWORDS, closed_items=True),
         Grammar("cpp", "tree_sitter_cpp", "language", (*_C_LIKE, ')"'), followers=_CPP_FOLLOWERS,
                 terminator=";", conditionals=True, block_end=b"} _;", call_body=b" {}", angles=True,
                 fillers=(*_TEMPLATE_HEADS, _NEXT_INITIALIZER),
@@ -646,7 +656,8 @@ GRAMMARS: dict[str, Grammar] = {
                            (_ASSIGNMENT_REDIRECTED, b"_"), (_NEGATED_ASSIGNMENTS, b" "),
                            (_LITERAL_DOLLAR, b"_"),
                            (_TWO_SUBSHELLS, _subshells), (_QUOTED_HEREDOC, _blank_body),
-                           (_ODD_HEREDOC, _odd_heredoc), (_BARE_HEREDOC, b":"))),
+                           (_ODD_HEREDOC, _odd_heredoc), (_BARE_HEREDOC, b":")),
+                line_commands=True),
         Grammar("html", "tree_sitter_html", "language", ("-->", '"', "'", ">"),
                 stand_ins=((_XML_DECLARATION, b" "), (_TEMPLATE_TAG, b"_"), (_TEXT_ANGLE, b" "))),
         Grammar("css", "tree_sitter_css", "language", (BLOCK_COMMENT_END, '"', "'"),

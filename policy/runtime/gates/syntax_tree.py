@@ -31,11 +31,23 @@ parse.  Otherwise the gate blocks only what the write breaks:
   preprocessing.  A start the gate would block is taken to break the text
   too (so this rule blocks a valid text only where the gate would block a
   valid prefix of it cut at a line end, what the corpus test counts);
+- a long text whose parse is one ``ERROR`` from its first byte, in a
+  grammar whose text is complete at any line end where it parses with no
+  error (shell: ``Grammar.line_commands``), is judged by its rest when the
+  text before the line of the first broken top-level node, at least half
+  of it, parses with no error (``_rest_read_alone``): the text is then a
+  cut-off prefix, or broken, as that rest written alone is;
+- in C, an ending's parse reads the text from the top-level node holding
+  its first error on (tree-sitter's included ranges): the nodes before it
+  are whole, and nothing an ending appends changes them
+  (``Grammar.closed_items``);
 - an error the file already had before the write (same line, the edit's
   shift applied) is not the write's doing;
 - a text ending inside a block comment that holds more openers (which
-  tree-sitter's lexer reads to the end from each: a quadratic parse) is
-  parsed with the comment closed (then what that leaves open), and decided
+  tree-sitter's lexer reads to the end from each: a quadratic parse), or
+  inside one comment once its parse has an error (the comment read as code,
+  which each tail read again), is parsed with the comment closed (then what
+  that leaves open), and decided
   by that completion when it has no error, or an error that no ending of
   the code before the comment reaches, or by the gate's other endings
   after the closer when one of them leaves no standing error
@@ -307,10 +319,21 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool,
     if comment is not None and comment[4] and partial:  # cut off inside the comment
         return "incomplete", [], None
     tree = tree_parser.parse(data) if comment is None else comment[3]
+    found = _open_block_comment(grammar, data) if partial and comment is None and tree.root_node.has_error \
+        else None
+    if found is not None and _opens_there(tree, found[2]):  # one comment open at the end: read as code
+        comment = _open_comment(tree_parser, grammar, data, *found)
+        if comment is not None and comment[4]:
+            return "incomplete", [], None
+        tree = tree if comment is None else comment[3]
     if alone and run is None and tree.root_node.has_error:
         early = _start_read_alone(tree_parser, grammar, data, tree)
         if early is not None:
             return early
+    if partial and comment is None and grammar.line_commands and tree.root_node.is_error:
+        late = _rest_read_alone(tree_parser, grammar, data, tree)
+        if late is not None:
+            return late
     if comment is None:
         shorter = shortened(data, grammar.conditionals) if partial and tree.root_node.has_error else None
         if shorter is None:
@@ -362,6 +385,45 @@ def _start_read_alone(tree_parser: Any, grammar: Grammar, data: bytes,
     return (status, sites, cut) if status == "invalid" else None
 
 
+def _rest_read_alone(tree_parser: Any, grammar: Grammar, data: bytes,
+                     tree: Any) -> tuple[str, list[Site], None] | None:
+    """``_analyse``'s answer for a text of a grammar of ``line_commands``, parsed as ``tree`` whose root
+    tree-sitter could only make one ``ERROR``, when the text before the line of the first error among the
+    root's nodes, at least half of it and ``_START_ALONE_MIN`` bytes or more, parses with no error: that start
+    is complete, so the text is a cut-off prefix, or broken, exactly as the rest after it is (its sites moved
+    to the text's bytes); None when no such start is found or the rest alone has no error (the two read
+    apart differ from the whole: it is read whole).  With a root in error no completion reuses a subtree,
+    and ``_open`` walks every top-level node: 100 KB of shell functions, then 100 ``$(``, cost nine times the
+    parse.  This costs the start's parse, reusing ``tree`` (half a parse), and the rest's analysis."""
+    if len(data) < _START_ALONE_MIN:
+        return None
+    first = _first_broken_child(tree.root_node)
+    split = data.rfind(b"\n", 0, first) + 1 if first is not None else 0
+    if split < max(_START_ALONE_MIN, len(data) // 2):
+        return None
+    start = tree.copy()
+    start.edit(split, len(data), split, _point(data, split), _point(data, len(data)), _point(data, split))
+    if tree_parser.parse(data[:split], start).root_node.has_error:
+        return None
+    status, sites, _ = _analyse(tree_parser, grammar, data[split:], True, start_alone=False)
+    if status == "valid":
+        return None
+    return status, [Site(site.start + split, site.end + split, site.missing) for site in sites], None
+
+
+def _first_broken_child(node: Any) -> int | None:
+    """Where the first child of ``node`` that is an error, holds one, is missing or is an unnamed token
+    starts (a cursor: the list of children is not built)."""
+    cursor = node.walk()
+    found = cursor.goto_first_child()
+    while found:
+        child = cursor.node
+        if child.has_error or child.is_missing or not child.is_named:
+            return int(child.start_byte)
+        found = cursor.goto_next_sibling()
+    return None
+
+
 def _lengthened(site: Site, kept: int, cut: int) -> Site:
     """A site of a text ``shortened`` in the whole text: what lies at or after ``kept`` lies ``cut`` bytes
     later there."""
@@ -370,15 +432,32 @@ def _lengthened(site: Site, kept: int, cut: int) -> Site:
 
 
 def _comment_run(grammar: Grammar, data: bytes) -> tuple[str, bytes, int] | None:
-    """The tail, opener and start of a block comment the text may end inside with more of its openers after
-    it than tree-sitter reads in about one pass (their count times what follows the first exceeds the
-    text's length), for ``_open_comment``; None when there is none."""
+    """``_open_block_comment``'s comment when more of its openers follow it than tree-sitter reads in about
+    one pass (their count times what follows the first exceeds the text's length): the text's own parse is
+    quadratic, and is not made; None otherwise."""
+    found = _open_block_comment(grammar, data)
+    if found is None:
+        return None
+    _, opener, start = found
+    return found if data.count(opener, start + len(opener)) * (len(data) - start) > len(data) else None
+
+
+def _opens_there(tree: Any, start: int) -> bool:
+    """Whether what starts at ``start`` in ``tree`` lies in no string or comment that starts before it (a
+    ``/*`` in Go's ``//go:embed dir/*`` or in a string opens nothing: trying its closer cost a parse)."""
+    node = tree.root_node.descendant_for_byte_range(start, start + 1)
+    while node is not None and node.start_byte == start:  # the opener's own leaf, and what it starts
+        node = node.parent
+    return node is None or not any(kind in node.type for kind in _CLOSED_KINDS)
+
+
+def _open_block_comment(grammar: Grammar, data: bytes) -> tuple[str, bytes, int] | None:
+    """The tail, opener and start of a block comment the text may end inside, for ``_open_comment``; None
+    when there is none."""
     for tail in grammar.tails:
         opener = _TAIL_OPENERS.get(tail)
         start = _open_token_start(tail, data) if opener is not None else None
-        if opener is None or start is None:
-            continue
-        if data.count(opener, start + len(opener)) * (len(data) - start) > len(data):
+        if opener is not None and start is not None:
             return tail, opener, start
     return None
 
@@ -386,7 +465,8 @@ def _comment_run(grammar: Grammar, data: bytes) -> tuple[str, bytes, int] | None
 def _open_comment(tree_parser: Any, grammar: Grammar, data: bytes, tail: str, opener: bytes,
                   start: int) -> tuple[int, bytes, bytes, Any, bool] | None:
     """For a text that may end inside a block comment with more of its openers after the first one
-    (``int x; /*`` many times; ``tail``, ``opener`` and ``start`` as ``_comment_run`` found them): where the
+    (``int x; /*`` many times; ``tail``, ``opener`` and ``start`` as ``_comment_run`` found them), or inside
+    one whose text's own parse has an error (``_open_block_comment``): where the
     comment starts, its closer (``Grammar.tails``), and the text completed by that closer (one per comment
     open where comments nest, ``_open_nested_comment``; then the closers of what it leaves open) with its
     tree, when the closer's tree reads a comment from inside the text to the closer and that tree has no
@@ -456,15 +536,18 @@ def _ending_after_comment(tree_parser: Any, grammar: Grammar, data: bytes, close
     return None
 
 
-def _parse_appended(tree_parser: Any, data: bytes, tree: Any, suffix: bytes, closes_token: bool = False) \
-        -> Any:
+def _parse_appended(tree_parser: Any, data: bytes, tree: Any, suffix: bytes, closes_token: bool = False,
+                    start: int = 0) -> Any:
     """The tree of ``data + suffix``, parsed from ``tree`` (``data``'s, left as it is) edited by the append:
     tree-sitter reads again what the append can change and takes the rest from ``tree`` (100 KB of code,
     then a completion's closers: 3 to 15 times less than a parse of the whole).  A suffix that
     ``closes_token`` (a tail), or holds a byte that can end a string or comment, may turn what follows an
     error into a string's content (a Ruby string that an appended quote closes had been read on as code):
-    then all from the text's first error on is read again."""
+    then all from the text's first error on is read again.  With a ``start`` (``_items_start``), only what
+    follows it is read, alone: the tree holds the nodes from there on, at their offsets in the text."""
     completed = data + suffix
+    if start:
+        return _parse_from(tree_parser, completed, start)
     ends_token = closes_token or not _TOKEN_ENDS.isdisjoint(suffix.replace(b"</", b""))  # `</p>`: an end tag
     first = next(_error_nodes(tree), None) if ends_token else None
     changed = len(data) if first is None else int(first.start_byte)
@@ -472,6 +555,34 @@ def _parse_appended(tree_parser: Any, data: bytes, tree: Any, suffix: bytes, clo
     edited.edit(changed, len(data), len(completed), _point(data, changed), _point(data, len(data)),
                 _point(completed, len(completed)))
     return tree_parser.parse(completed, edited)
+
+
+def _parse_from(tree_parser: Any, data: bytes, start: int) -> Any:
+    """The tree of ``data`` read from ``start`` on only (tree-sitter's included ranges)."""
+    import tree_sitter
+
+    whole = tree_parser.included_ranges
+    tree_parser.included_ranges = [tree_sitter.Range(_point(data, start), _point(data, len(data)), start,
+                                                     len(data))]
+    try:
+        return tree_parser.parse(data)
+    finally:
+        tree_parser.included_ranges = whole
+
+
+def _items_start(grammar: Grammar, tree: Any, errors: list[Site]) -> int:
+    """Where the top-level node holding the first of the text's ``errors`` starts, in a grammar of
+    ``closed_items`` whose ``tree`` has a root it knows, when that is ``_START_ALONE_MIN`` bytes or more into
+    the text; else 0.  The nodes before it are whole and nothing after them continues them, so an ending
+    changes nothing there, and its parse reads the text from that node on only (``_parse_appended``):
+    tree-sitter-c reuses no node of a tree whose lines it read two ways (a macro call taken for a
+    declaration), and 2,000 such lines before an ending cost a second parse of the whole for each."""
+    if not grammar.closed_items or not errors or tree.root_node.is_error:
+        return 0
+    first = min(site.start for site in errors)
+    holder = tree.root_node.first_child_for_byte(max(0, first - 1))  # (a `;` missing at a node's end)
+    start = int(holder.start_byte) if holder is not None else 0
+    return start if start >= _START_ALONE_MIN else 0
 
 
 _TOKEN_ENDS = frozenset(b"\"'`/*#%-\\")
@@ -545,7 +656,7 @@ def _analyse_tree(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any, pa
         return ("invalid", conditions + errors) if conditions or errors else (complete, [])
     standing = _broken_start(tree_parser, grammar, data, errors, shorter) if start_alone else None
     if standing is None:
-        standing = _completion_errors(tree_parser, grammar, data, tree)
+        standing = _completion_errors(tree_parser, grammar, data, tree, _items_start(grammar, tree, errors))
     if standing is None:
         return ("invalid", conditions) if conditions else ("incomplete", [])
     return "invalid", conditions + standing
@@ -571,21 +682,24 @@ def _completes_as_written(tree_parser: Any, grammar: Grammar, data: bytes,
         return False, errors
     operand = _operand_expected(grammar, content)  # `int x = (` closes as ` _)`
     ending = (FILLERS[0] if operand else b"") + closers(tree, grammar)
-    completed = _parse_appended(tree_parser, data, tree, ending) if ending else tree
+    completed = _parse_appended(tree_parser, data, tree, ending, start=_items_start(grammar, tree, errors)) \
+        if ending else tree
     standing = _standing(data, completed, False, grammar) or _unclosed_calls(grammar, data, completed)
     return not standing, errors
 
 
-def _completion_errors(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any) -> list[Site] | None:
-    """The standing errors of the likeliest completion of ``data`` (parsed as ``tree``) when no completion
-    leaves none; None when one does (``data`` is a cut-off prefix)."""
+def _completion_errors(tree_parser: Any, grammar: Grammar, data: bytes, tree: Any,
+                       start: int = 0) -> list[Site] | None:
+    """The standing errors of the likeliest completion of ``data`` (parsed as ``tree``, its endings from
+    ``start`` on: ``_items_start``) when no completion leaves none; None when one does (``data`` is a cut-off
+    prefix)."""
     first: list[Site] | None = None
     tried = set()
     for suffix, closed, plain in _completions(tree_parser, grammar, data, tree):
         if (suffix, closed) in tried:
             continue
         tried.add((suffix, closed))
-        completed = _parse_appended(tree_parser, data, tree, suffix, closed) if suffix else tree
+        completed = _parse_appended(tree_parser, data, tree, suffix, closed, start) if suffix else tree
         standing = _standing(data, completed, closed, grammar) or _unclosed_calls(grammar, data, completed)
         if not standing:
             return None
@@ -920,14 +1034,19 @@ def _expects_operand(content: bytes) -> bool:
 
 
 def _operand_expected(grammar: Grammar, data: bytes) -> bool:
-    """Whether the text ends expecting an operand (``_expects_operand``), or, in C and C++
-    (``Grammar.conditionals``), ends with a ``,`` and comments after it (``f(\n  a,  /* one */``: a list's
-    next item; a ``{`` before comments opens a block, no operand).  The other grammars' figures were measured
-    on the text's own end, and are kept so."""
+    """Whether the text ends expecting an operand (``_expects_operand``); in C and C++
+    (``Grammar.conditionals``), when comments end it, whether its code before them does, but for a ``{``,
+    which opens a block (``f(\n  a,  /* one */``: a list's next item; a ``#define`` line ending in a comment
+    is finished, though its ``*/`` ends in an operator's byte: the one ending ``_completes_as_written`` tries
+    was then a filler that fails, and a header cut after such a line went through the preprocessor: elf.h,
+    17 times the parse).  The other grammars' figures were measured on the text's own end, and are kept
+    so."""
     content = data.rstrip()
-    if _expects_operand(content):
-        return True
-    return grammar.conditionals and content.endswith(b",", 0, _code_end(content))
+    end = _code_end(content) if grammar.conditionals else len(content)
+    if end == len(content):
+        return _expects_operand(content)
+    code = content[:end].rstrip()
+    return _expects_operand(code) and not code.endswith(b"{")
 
 
 def _code_end(content: bytes) -> int:
