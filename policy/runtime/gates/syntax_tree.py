@@ -322,10 +322,10 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool,
     found = _open_block_comment(grammar, data) if partial and comment is None and tree.root_node.has_error \
         else None
     if found is not None and _opens_there(tree, found[2]):  # one comment open at the end: read as code
-        comment = _open_comment(tree_parser, grammar, data, *found)
-        if comment is not None and comment[4]:
-            return "incomplete", [], None
-        tree = tree if comment is None else comment[3]
+        closed = _open_comment(tree_parser, grammar, data, *found)
+        if closed is not None and (closed[4] or not (_errors(closed[3], grammar)
+                                                     or _line_broken_strings(grammar, data))):
+            return "incomplete", [], None  # (else as before: its errors are read on the text's own tree)
     if alone and run is None and tree.root_node.has_error:
         early = _start_read_alone(tree_parser, grammar, data, tree)
         if early is not None:
