@@ -43,11 +43,13 @@ parse.  Otherwise the gate blocks only what the write breaks:
   (``Grammar.closed_items``);
 - an error the file already had before the write (same line, the edit's
   shift applied) is not the write's doing;
+- a text ending inside one block comment, once its parse has an error (the
+  comment read as code, which each tail read again), is a cut-off prefix
+  when that comment closed (then what that leaves open, or another ending
+  after the closer) leaves no error;
 - a text ending inside a block comment that holds more openers (which
-  tree-sitter's lexer reads to the end from each: a quadratic parse), or
-  inside one comment once its parse has an error (the comment read as code,
-  which each tail read again), is parsed with the comment closed (then what
-  that leaves open), and decided
+  tree-sitter's lexer reads to the end from each: a quadratic parse) is
+  parsed with the comment closed (then what that leaves open), and decided
   by that completion when it has no error, or an error that no ending of
   the code before the comment reaches, or by the gate's other endings
   after the closer when one of them leaves no standing error
