@@ -43,11 +43,13 @@ parse.  Otherwise the gate blocks only what the write breaks:
   (``Grammar.closed_items``);
 - an error the file already had before the write (same line, the edit's
   shift applied) is not the write's doing;
+- a text ending inside one block comment, once its parse has an error (the
+  comment read as code, which each tail read again), is a cut-off prefix
+  when that comment closed (then what that leaves open, or another ending
+  after the closer) leaves no error;
 - a text ending inside a block comment that holds more openers (which
-  tree-sitter's lexer reads to the end from each: a quadratic parse), or
-  inside one comment once its parse has an error (the comment read as code,
-  which each tail read again), is parsed with the comment closed (then what
-  that leaves open), and decided
+  tree-sitter's lexer reads to the end from each: a quadratic parse) is
+  parsed with the comment closed (then what that leaves open), and decided
   by that completion when it has no error, or an error that no ending of
   the code before the comment reaches, or by the gate's other endings
   after the closer when one of them leaves no standing error
@@ -322,10 +324,10 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool,
     found = _open_block_comment(grammar, data) if partial and comment is None and tree.root_node.has_error \
         else None
     if found is not None and _opens_there(tree, found[2]):  # one comment open at the end: read as code
-        comment = _open_comment(tree_parser, grammar, data, *found)
-        if comment is not None and comment[4]:
-            return "incomplete", [], None
-        tree = tree if comment is None else comment[3]
+        closed = _open_comment(tree_parser, grammar, data, *found)
+        if closed is not None and (closed[4] or not (_errors(closed[3], grammar)
+                                                     or _line_broken_strings(grammar, data))):
+            return "incomplete", [], None  # (else as before: its errors are read on the text's own tree)
     if alone and run is None and tree.root_node.has_error:
         early = _start_read_alone(tree_parser, grammar, data, tree)
         if early is not None:
