@@ -312,7 +312,8 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool,
     """``valid``, ``incomplete`` or ``invalid`` with the error sites that stand, and where the start that was
     read alone ends when those are its sites (``_start_read_alone``; only with ``start_alone``), else None."""
     alone = partial and start_alone
-    run = _comment_run(grammar, data)
+    found = _open_block_comment(grammar, data)
+    run = found if found is not None and _read_quadratically(data, *found[1:]) else None
     if alone and run is not None:  # closing its comment parses the whole several times: the start comes first
         early = _start_read_alone(tree_parser, grammar, data, None)
         if early is not None:
@@ -321,9 +322,8 @@ def _analyse(tree_parser: Any, grammar: Grammar, data: bytes, partial: bool,
     if comment is not None and comment[4] and partial:  # cut off inside the comment
         return "incomplete", [], None
     tree = tree_parser.parse(data) if comment is None else comment[3]
-    found = _open_block_comment(grammar, data) if partial and comment is None and tree.root_node.has_error \
-        else None
-    if found is not None and _opens_there(tree, found[2]):  # one comment open at the end: read as code
+    if partial and found is not None and run is None and tree.root_node.has_error \
+            and _opens_there(tree, found[2]):  # one comment open at the end: read as code
         closed = _open_comment(tree_parser, grammar, data, *found)
         if closed is not None and (closed[4] or not (_errors(closed[3], grammar)
                                                      or _line_broken_strings(grammar, data))):
@@ -410,7 +410,7 @@ def _rest_read_alone(tree_parser: Any, grammar: Grammar, data: bytes,
     status, sites, _ = _analyse(tree_parser, grammar, data[split:], True, start_alone=False)
     if status == "valid":
         return None
-    return status, [Site(site.start + split, site.end + split, site.missing) for site in sites], None
+    return status, [_lengthened(site, 0, split) for site in sites], None
 
 
 def _first_broken_child(node: Any) -> int | None:
@@ -433,15 +433,11 @@ def _lengthened(site: Site, kept: int, cut: int) -> Site:
                 site.missing)
 
 
-def _comment_run(grammar: Grammar, data: bytes) -> tuple[str, bytes, int] | None:
-    """``_open_block_comment``'s comment when more of its openers follow it than tree-sitter reads in about
-    one pass (their count times what follows the first exceeds the text's length): the text's own parse is
-    quadratic, and is not made; None otherwise."""
-    found = _open_block_comment(grammar, data)
-    if found is None:
-        return None
-    _, opener, start = found
-    return found if data.count(opener, start + len(opener)) * (len(data) - start) > len(data) else None
+def _read_quadratically(data: bytes, opener: bytes, start: int) -> bool:
+    """Whether more openers follow the comment open at ``start`` than tree-sitter reads in about one pass
+    (their count times what follows the first exceeds the text's length): the text's own parse is then
+    quadratic, and is not made."""
+    return data.count(opener, start + len(opener)) * (len(data) - start) > len(data)
 
 
 def _opens_there(tree: Any, start: int) -> bool:
@@ -467,10 +463,10 @@ def _open_block_comment(grammar: Grammar, data: bytes) -> tuple[str, bytes, int]
 def _open_comment(tree_parser: Any, grammar: Grammar, data: bytes, tail: str, opener: bytes,
                   start: int) -> tuple[int, bytes, bytes, Any, bool] | None:
     """For a text that may end inside a block comment with more of its openers after the first one
-    (``int x; /*`` many times; ``tail``, ``opener`` and ``start`` as ``_comment_run`` found them), or inside
-    one whose text's own parse has an error (``_open_block_comment``): where the
-    comment starts, its closer (``Grammar.tails``), and the text completed by that closer (one per comment
-    open where comments nest, ``_open_nested_comment``; then the closers of what it leaves open) with its
+    (``int x; /*`` many times, ``_read_quadratically``), or inside one whose text's own parse has an error
+    (``tail``, ``opener`` and ``start`` as ``_open_block_comment`` found them): where the comment starts,
+    its closer (``Grammar.tails``), and the text completed by that closer (one per comment open where
+    comments nest, ``_open_nested_comment``; then the closers of what it leaves open) with its
     tree, when the closer's tree reads a comment from inside the text to the closer and that tree has no
     error, or an error out of reach of any ending of the code before the comment (``_error_out_of_reach``:
     broken code with valid code after it), or when another of the gate's endings after the closer leaves no
@@ -711,8 +707,6 @@ def _completion_errors(tree_parser: Any, grammar: Grammar, data: bytes, tree: An
                 break
     assert first is not None
     return first
-
-
 
 
 def _broken_start(tree_parser: Any, grammar: Grammar, data: bytes, errors: list[Site],
