@@ -19,7 +19,8 @@ gate is the ``partial`` check (the one
 that tells a cut-off text from a broken one); the baseline is the
 language's own parser on the same text (``ast.parse``, ``json.loads``,
 ``tomllib.loads``, PyYAML's ``compose_all``, tree-sitter's ``Parser.parse``),
-whatever it answers.  Both are timed ROUNDS times, interleaved, in REPEATS
+whatever it answers.  Both are timed ROUNDS times (an input whose parse takes
+less than a few milliseconds more: ``_rounds``), interleaved, in REPEATS
 separate runs; the range of the per-run ratios (best gate / best baseline)
 is reported.  Target: every ratio at most 2x.  Arguments keep only the
 inputs whose name holds one of them (``C:``, ``Python``).
@@ -169,6 +170,10 @@ def _preprocessor_inputs(name: str, language: str) -> dict[str, tuple[str, str]]
 SYNTAX_TREE = _tree_sitter_inputs()
 SYNTAX_TREE_ROUNDS = 3
 """Fewer rounds: tree-sitter's error recovery reads some of these texts at 25 us a byte."""
+SAMPLED = 0.1
+MOST_ROUNDS = 40
+"""A fast input gets more rounds (``_rounds``): as many as take its baseline ``SAMPLED`` seconds, up to this
+many; a few rounds of a 2 ms parse on a shared machine give a best that swings by a third."""
 
 
 def best(rounds: int, gate: Callable[[], object], base: Callable[[], object]) -> tuple[float, float]:
@@ -181,6 +186,15 @@ def best(rounds: int, gate: Callable[[], object], base: Callable[[], object]) ->
         base()
         base_best = min(base_best, time.perf_counter() - start)
     return gate_best, base_best
+
+
+def _rounds(fewest: int, base: Callable[[], object]) -> int:
+    """``fewest`` rounds, or more for a fast input: as many as give the baseline ``SAMPLED`` seconds in
+    all (at most ``MOST_ROUNDS``), so that a best of a few milliseconds is a best of many tries."""
+    start = time.perf_counter()
+    base()
+    once = time.perf_counter() - start
+    return max(fewest, min(MOST_ROUNDS, int(SAMPLED / max(once, 1e-6))))
 
 
 def main() -> None:
@@ -198,7 +212,8 @@ def main() -> None:
     worst = 0.0
     print(f"best of {ROUNDS} rounds ({SYNTAX_TREE_ROUNDS} for tree-sitter), {REPEATS} runs; "
           "ratio = gate / parser of the same text")
-    for name, rounds, gate, base in cases:
+    for name, fewest, gate, base in cases:
+        rounds = _rounds(fewest, base)
         ratios, gate_ms, base_ms = [], [], []
         for _ in range(REPEATS):
             g, b = best(rounds, gate, base)

@@ -18,6 +18,7 @@ from typing import Any
 
 from policy.model.validators import SYNTAX_TREE_LANGUAGES
 from policy.runtime.gates.preprocessor import ALL_CAPS
+from policy.runtime.gates.witnessed import Witnessed
 
 BLOCK_COMMENT_END = "*/"
 _IMPORT_TYPE = re.compile(rb"\bimport\(\s*(?:\"[^\"\n]*\"|'[^'\n]*')\s*\)")
@@ -72,7 +73,7 @@ class Grammar:
     delimited: re.Pattern[bytes] | None = None
     """An opener of a literal that its delimiter (group 1) closes, or the bracket pairing it (Ruby's ``%{``,
     ``%w(``): the last one gives one more tail, tried as the ``tails`` are."""
-    stand_ins: tuple[tuple[re.Pattern[bytes], StandIn], ...] = ()
+    stand_ins: tuple[tuple[re.Pattern[bytes] | Witnessed, StandIn], ...] = ()
     """Valid constructs the grammar cannot parse and the byte each byte of the group that matched (the last,
     ``Match.lastindex``: a pattern of alternatives has one each; the whole match when it has none) becomes: an
     identifier or separator of the same length; or a function giving the match's replacement, as long as the
@@ -347,35 +348,49 @@ match ends at each such angle or at the end, so the scan never starts again from
 costs no call."""
 
 
-_MEMBER_OPERATOR = re.compile(
-    rb"(?:->|\.|r(?<!\wr)eturn[ \t]|e(?<!\we)lse[ \t]|\)[ \t])[ \t]*(operator\b[ \t]*"  # (each way in starts
-    # with a byte, not ``\b``: re scans for those in C)
-    rb"(?:\(\)|\[\]|->\*?|(?:new|delete)\b(?:\[\])?|[-+*/%^&|~!=<>,]{1,3}|[A-Za-z_]\w*))"
-    rb"|[{;}]\s*(operator[ \t]*(?:\(\)|\[\]))(?=[ \t]*\()")
+_MEMBER_OPERATOR = Witnessed(
+    re.compile(
+        # (each way in starts with a byte, not ``\b``: re scans for those in C)
+        rb"(?:->|\.|r(?<!\wr)eturn[ \t]|e(?<!\we)lse[ \t]|\)[ \t])[ \t]*(operator\b[ \t]*"
+        rb"(?:\(\)|\[\]|->\*?|(?:new|delete)\b(?:\[\])?|[-+*/%^&|~!=<>,]{1,3}|[A-Za-z_]\w*))"
+        rb"|[{;}]\s*(operator[ \t]*(?:\(\)|\[\]))(?=[ \t]*\()"),
+    rb"\boperator")
 """An operator called by name through ``->`` or ``.``, returned, after a condition or starting a statement
 (``this->operator+(n)``, ``a.operator bool()``, ``return operator*();``, ``if (a) operator()<bool>(v);``,
 nlohmann's ``{`` then ``operator[](it.key()).merge_patch(v);``), which tree-sitter-cpp 0.23 does not parse."""
-_ARROW_MEMBER_POINTER = re.compile(rb"(?<=[\w)\]])[ \t]*->(\*)(?=[ \t]*[A-Za-z_])")
+_ARROW_MEMBER_POINTER = Witnessed(
+    re.compile(rb"(?<=[\w)\]])[ \t]*->(\*)(?=[ \t]*[A-Za-z_])"),
+    rb"->\*")
 """A pointer to member applied through a pointer (gmock's ``(obj_ptr->*method_ptr)(args...)``), which
 tree-sitter-cpp 0.23 does not parse (``.*`` it does): read as ``->`` and a blank."""
-_DEFAULTED_POINTER = re.compile(rb"(?<=[\w>])[ \t]*(\*)(?=(?:\s|/\*(?:[^*]|\*(?!/)){0,200}\*/)+=(?!=))")
+_DEFAULTED_POINTER = Witnessed(
+    re.compile(rb"(?<=[\w>])[ \t]*(\*)(?=(?:\s|/\*(?:[^*]|\*(?!/)){0,200}\*/)+=(?!=))"),
+    rb"[\w>][ \t]*\*[\t\n\v\f\r /]")
 """An unnamed pointer with a default (``typename std::enable_if<…>::type* = nullptr``, a parameter or a
 template parameter), which tree-sitter-cpp 0.23 does not parse; read without its ``*``."""
 _NESTED = rb"(?:[^();{}]|\{\}|\((?:[^();{}]|\{\}|\([^();{}]*\))*\))"
 """Text within parentheses nested two deep, empty braces too (nlohmann's ``decltype(f(j, priority_tag<3> {}),
 …)``)."""
-_DECLTYPE_LIST = re.compile(rb"\bdecltype\s*\((" + _NESTED.replace(b"[^();{}]", b"[^(),;{}]", 1) + rb"*,"
-                            + _NESTED + rb"*)\)")
+_DECLTYPE_LIST = Witnessed(
+    re.compile(rb"\bdecltype\s*\((" + _NESTED.replace(b"[^();{}]", b"[^(),;{}]", 1) + rb"*,"
+               + _NESTED + rb"*)\)"),
+    rb"\bdecltype[\t\n\v\f\r ]*\(")
 """``decltype((void)p->find('a'), int())``: a comma expression, which tree-sitter-cpp 0.23 does not parse in
 a ``decltype``; read as a name."""
-_TEMPLATE_MACRO = re.compile(rb"(?<=[<,])\s*([A-Z][A-Z0-9]*_[A-Z0-9_]*[ \t]*\(" + _NESTED + rb"*"
-                             rb"(?:\)(?=\s*[>,])|\Z))")
+_TEMPLATE_MACRO = Witnessed(
+    re.compile(rb"(?<=[<,])\s*([A-Z][A-Z0-9]*_[A-Z0-9_]*[ \t]*\(" + _NESTED + rb"*"
+               rb"(?:\)(?=\s*[>,])|\Z))"),
+    rb"[<,][\t\n\v\f\r ]*[A-Z][A-Z0-9]*_[A-Z0-9_]*[ \t]*\(")
 """A macro call as a template parameter (``template <typename T, FMT_ENABLE_IF(!is_x<T>::value)>``), or one
 the text ends inside (``FMT_ENABLE_IF(!is_x<T>::value &&``), read as a name."""
-_BARE_SWITCH = re.compile(rb"\bswitch\s*\(" + _NESTED + rb"*\)(?=\s*[^\s{])")
+_BARE_SWITCH = Witnessed(
+    re.compile(rb"\bswitch\s*\(" + _NESTED + rb"*\)(?=\s*[^\s{])"),
+    rb"\bswitch[\t\n\v\f\r ]*\(")
 """A ``switch`` whose body is one statement (``switch (0) default: f();``), valid C that tree-sitter-c and
 tree-sitter-cpp reject: read as the statement alone."""
-_TYPE_ARGUMENT = re.compile(rb",\s*(struct|union|enum)[ \t]+\w+\s*\)")
+_TYPE_ARGUMENT = Witnessed(
+    re.compile(rb",\s*(struct|union|enum)[ \t]+\w+\s*\)"),
+    rb",[\t\n\v\f\r ]*(?:struct|union|enum)[ \t]+\w+[\t\n\v\f\r ]*\)")
 """A tagged type as a macro's last argument (the kernel's ``_IOR('r', 2, struct binder_t)``), which
 tree-sitter-c reads as no expression: read as the tag's name."""
 _STRING_MACRO = re.compile(rb"//[^\n]*|/\*(?:[^*]|\*(?!/))*\*/|'(?:[^'\\\n]|\\.)*'"
@@ -395,45 +410,66 @@ def _string_for_macro(found: re.Match[bytes]) -> bytes:
     return found.group()[:start] + b'"' + b"_" * (end - start - 2) + b'"' + found.group()[end:]
 
 
-_NEW_CONST = re.compile(rb"\bnew[ \t]+(const)\b")
+_NEW_CONST = Witnessed(
+    re.compile(rb"\bnew[ \t]+(const)\b"),
+    rb"\bnew[ \t]+const\b")
 """``new const char('a')``, which tree-sitter-cpp 0.23 does not parse: read without the ``const``."""
-_NEW_POINTER_ARRAY = re.compile(rb"\bnew[ \t]+(?:const[ \t]+)?[A-Za-z_][\w:]*+[ \t]*(\*++)(?=[ \t]*\[)")
+_NEW_POINTER_ARRAY = Witnessed(
+    re.compile(rb"\bnew[ \t]+(?:const[ \t]+)?[A-Za-z_][\w:]*+[ \t]*(\*++)(?=[ \t]*\[)"),
+    rb"\bnew[ \t]+(?:const[ \t]+)?[A-Za-z_][\w:]*[ \t]*\*+[ \t]*\[")
 """``new const T*[n]``, an array of pointers, which tree-sitter-cpp 0.23 does not parse: read without the
 ``*``."""
-_TYPENAME_VALUE = re.compile(rb"(?:(?:=|\breturn)[ \t]*"
-                             rb"|[(,][ \t]*"
-                             rb"(?=typename[ \t]+[A-Za-z_][\w:<>, \t]{0,200}?::[A-Za-z_]\w*[ \t]*[({]))"
-                             rb"(typename)[ \t]+\w")
+_TYPENAME_VALUE = Witnessed(
+    re.compile(rb"(?:(?:=|\breturn)[ \t]*"
+               rb"|[(,][ \t]*"
+               rb"(?=typename[ \t]+[A-Za-z_][\w:<>, \t]{0,200}?::[A-Za-z_]\w*[ \t]*[({]))"
+               rb"(typename)[ \t]+\w"),
+    rb"typename[ \t]+\w")
 """``x = typename T::iterator();``, a value of a dependent type, also as an argument (gtest's ``f(typename
 Types::Tail(), r)``, fmt's ``vis(typename basic_format_arg<Context>::handle(v))``; a qualified name called or
 braced, no parameter's type), which tree-sitter-cpp 0.23 does
 not parse: read without the ``typename``."""
-_TYPENAME_MACRO = re.compile(rb"\b(typename[ \t]+" + ALL_CAPS + rb"[ \t]*\([^()\n]*\))")
+_TYPENAME_MACRO = Witnessed(
+    re.compile(rb"\b(typename[ \t]+" + ALL_CAPS + rb"[ \t]*\([^()\n]*\))"),
+    rb"\btypename[ \t]+" + ALL_CAPS + rb"[ \t]*\([^()\n]*\)")
 """``typename`` before a macro's call that gives a type (gtest's ``typedef typename GTEST_BIND_(TestSel, Type)
 TestClass;``), which tree-sitter-cpp 0.23 does not parse: read as one name."""
-_ENUM_BASE = re.compile(rb"\benum[ \t]*(:[ \t]*[\w: \t]+?)(?=[ \t]*\{)"
-                        rb"|\benum[ \t]+(?:class[ \t]+|struct[ \t]+)?\w+[ \t]+(" + ALL_CAPS
-                        + rb"[ \t]*\([^()\n]*\))(?=\s*\{)")
+_ENUM_BASE = Witnessed(
+    re.compile(rb"\benum[ \t]*(:[ \t]*[\w: \t]+?)(?=[ \t]*\{)"
+               rb"|\benum[ \t]+(?:class[ \t]+|struct[ \t]+)?\w+[ \t]+(" + ALL_CAPS
+               + rb"[ \t]*\([^()\n]*\))(?=\s*\{)"),
+    rb"\benum\b")
 """An unnamed enum's underlying type (fmt's ``enum : unsigned long long { is_unpacked_bit = 1ULL << 63 };``),
 which tree-sitter-cpp 0.23 does not parse, or a macro giving a named one's (``enum type
 FMT_ENUM_UNDERLYING_TYPE(unsigned char){``): read without it."""
-_DEFAULT_DECLARATOR_TYPE = re.compile(
-    rb"(?<=[<,])\s*(?:typename|class)[ \t]+\w+[ \t]*"
-    rb"(=[ \t]*(?:const[ \t]+)?[\w:]+[ \t]*(?:\*++(?:[ \t]*const)?|&&?|\(&\)[ \t]*\[\w*\]))(?=[ \t]*[,>])")
+_DEFAULT_DECLARATOR_TYPE = Witnessed(
+    re.compile(
+        rb"(?<=[<,])\s*(?:typename|class)[ \t]+\w+[ \t]*"
+        rb"(=[ \t]*(?:const[ \t]+)?[\w:]+[ \t]*(?:\*++(?:[ \t]*const)?|&&?|\(&\)[ \t]*\[\w*\]))"
+        rb"(?=[ \t]*[,>])"),
+    rb"[<,][\t\n\v\f\r ]*(?:typename|class)[ \t]+\w+[ \t]*=")
 """A type parameter's default that holds a declarator (fmt's ``typename Ptr = const T*>``, nlohmann's
 ``typename Array = T (&)[N],``), which tree-sitter-cpp 0.23 does not parse: read without the default."""
-_DEFAULT_BRACES = re.compile(rb"=[ \t]*(\{\})(?=[ \t]*[,)])")
+_DEFAULT_BRACES = Witnessed(
+    re.compile(rb"=[ \t]*(\{\})(?=[ \t]*[,)])"),
+    rb"=[ \t]*\{\}[ \t]*[,)]")
 """A parameter's default ``{}`` (nlohmann's ``array(initializer_list_t init = {})``), which tree-sitter-cpp
 0.23 reads as a compound literal missing its type: read as a name."""
-_DELETED_FUNCTION = re.compile(rb"\)[ \t]*(?:(?:const|noexcept|&&?)[ \t]*)*=[ \t]*(delete)(?=[ \t]*;)")
+_DELETED_FUNCTION = Witnessed(
+    re.compile(rb"\)[ \t]*(?:(?:const|noexcept|&&?)[ \t]*)*=[ \t]*(delete)(?=[ \t]*;)"),
+    rb"=[ \t]*delete[ \t]*;")
 """A function declared deleted outside a class (gmock's ``ReturnRefAction<R> ReturnRef(R&&) = delete;``),
 which tree-sitter-cpp 0.23 reads as an initializer missing its operand: read as ``= 0``."""
-_MEMBER_POINTER_TYPE = re.compile(rb"\([ \t]*([A-Za-z_][\w:]*::)\*[ \t]*(?:[A-Za-z_]\w*[ \t]*)?\)")
+_MEMBER_POINTER_TYPE = Witnessed(
+    re.compile(rb"\([ \t]*([A-Za-z_][\w:]*::)\*[ \t]*(?:[A-Za-z_]\w*[ \t]*)?\)"),
+    rb"::\*")
 """A pointer to member function's type or declarator (gmock's ``void (C::*)()``, gtest's ``void
 (NativeArray::*clone_)(const Element*, size_t);``), which tree-sitter-cpp 0.23 does not parse: read as a
 function pointer's."""
-_EXPLICIT_INSTANTIATION = re.compile(rb"^[ \t]*(?:((?:extern[ \t]+)?template)(?=[ \t]+(?:class|struct)\b)"
-                                     rb"|extern[ \t]+(template)\b)", re.MULTILINE)
+_EXPLICIT_INSTANTIATION = Witnessed(
+    re.compile(rb"^[ \t]*(?:((?:extern[ \t]+)?template)(?=[ \t]+(?:class|struct)\b)"
+               rb"|extern[ \t]+(template)\b)", re.MULTILINE),
+    rb"(?m)^[ \t]*(?:extern[ \t]+)?template\b")
 """A class template's explicit instantiation (fmt's ``template class file_access<…,
 &std::filebuf::_Myfile>;``), or any one declared ``extern`` (``extern template FMT_API auto f<char>(l) ->
 R;``), which tree-sitter-cpp 0.23 reads as a declaration missing its declarator: read without the
@@ -446,10 +482,12 @@ def _as_zero(found: re.Match[bytes]) -> bytes:
     return found.group()[:start] + b"0     " + found.group()[start + 6 :]
 
 
-_REFERENCE_INIT = re.compile(
-    rb"^[ \t]*+(?:(?:const|static|constexpr|volatile)[ \t]++)*+"
-    rb"(?!(?:return|case|delete|throw|co_return|co_yield|goto|else|do|new)\b)[A-Za-z_][\w:]*+(?:<[^<>;\n]{0,200}>)?"
-    rb"[ \t]*+(&&?|\*)[ \t]*+[A-Za-z_]\w*+\((?=[^;{}\n]{0,200}\?)", re.MULTILINE)
+_REFERENCE_INIT = Witnessed(
+    re.compile(
+        rb"^[ \t]*+(?:(?:const|static|constexpr|volatile)[ \t]++)*+"
+        rb"(?!(?:return|case|delete|throw|co_return|co_yield|goto|else|do|new)\b)[A-Za-z_][\w:]*+(?:<[^<>;\n]{0,200}>)?"
+        rb"[ \t]*+(&&?|\*)[ \t]*+[A-Za-z_]\w*+\((?=[^;{}\n]{0,200}\?)", re.MULTILINE),
+    rb"[&*][ \t]*[A-Za-z_]\w*\([^;{}\n]*\?")
 """A reference or pointer declared with its initializer in parentheses holding a conditional (``const
 FilePath& path(IsRoot() ? *this : R());``), which tree-sitter-cpp 0.23 reads as a function declaration and
 rejects: read without its ``&``."""

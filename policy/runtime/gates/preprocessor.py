@@ -17,6 +17,8 @@ import re
 from collections import deque
 from collections.abc import Callable
 
+from policy.runtime.gates.witnessed import Witnessed
+
 _DIRECTIVE_START = re.compile(rb"^[ \t]*#", re.MULTILINE)
 _CONDITIONAL_KEYWORDS = rb"if|ifdef|ifndef|elif|elifdef|elifndef|else|endif"
 _DIRECTIVE = re.compile(rb"[ \t]*#[ \t]*(" + _CONDITIONAL_KEYWORDS + rb")\b(.*)")
@@ -46,17 +48,23 @@ _LINE_REST = re.compile(
     rb"\s*(?:(?:/\*.{0,2048}?\*/|//[^\n]*)\s*)*(.?)", re.DOTALL)
 """What follows a macro call: a ``;`` or ``,`` (maybe then a comment that ends on the line: rdma's
 ``RDMA_UAPI_PTR(void *, p); /* … */``), and the first character after the comments of the next lines."""
-_MACRO_LINE = re.compile(rb"^[ \t]*+((?:" + _MACRO_NAME + rb"(?!\w)[ \t]*+)++:?)[ \t]*+$", re.MULTILINE)
+_MACRO_LINE = Witnessed(
+    re.compile(rb"^[ \t]*+((?:" + _MACRO_NAME + rb"(?!\w)[ \t]*+)++:?)[ \t]*+$", re.MULTILINE),
+    rb"(?m)^[ \t]*[A-Z_][A-Za-z0-9_ \t]*:?[ \t]*$")
 """A line that is only macros' names (``FMT_BEGIN_NAMESPACE``, ``GTEST_NO_SANITIZE_A_ GTEST_NO_SANITIZE_B_``),
 maybe an access specifier's (``JSON_PRIVATE_UNLESS_TESTED:``).  Each name ends where its word ends and the
 blanks are possessive, so a line matches in one way only and one that is not such a line fails in time linear
 in its length (without them ``GMOCK_DEFINE_DEFAULT_ACTION_FOR_RETURN_TYPE_(`` was split into names in
 exponentially many ways, and a name then 100,000 blanks took 190 s)."""
-_BLOCK_MACRO = re.compile(rb"^[ \t]*(_?[A-Z][A-Z0-9_]*)[ \t]*(?=\{[ \t]*(?://[^\n]*)?\r?$)", re.MULTILINE)
+_BLOCK_MACRO = Witnessed(
+    re.compile(rb"^[ \t]*(_?[A-Z][A-Z0-9_]*)[ \t]*(?=\{[ \t]*(?://[^\n]*)?\r?$)", re.MULTILINE),
+    rb"(?m)^[ \t]*_?[A-Z][A-Z0-9_]*[ \t]*\{[ \t]*(?://[^\n]*)?\r?$")
 """An all-caps name starting a statement, before the ``{`` that ends its line (fmt's ``FMT_TRY {``): a macro
 that expands to a keyword, such as ``try``, or to nothing."""
-_NAME_MACRO = re.compile(rb"[ \t](?<=[\w>*&][ \t])[ \t]*([A-Za-z_]\w*[a-z]\w*)[ \t]+(_?[A-Z][A-Z0-9_]+)"
-                         rb"(?=[ \t]*\()")
+_NAME_MACRO = Witnessed(
+    re.compile(rb"[ \t](?<=[\w>*&][ \t])[ \t]*([A-Za-z_]\w*[a-z]\w*)[ \t]+(_?[A-Z][A-Z0-9_]+)"
+               rb"(?=[ \t]*\()"),
+    rb"[\w>*&][ \t]+[A-Za-z_]\w*[a-z]\w*[ \t]+_?[A-Z][A-Z0-9_]+[ \t]*\(")
 """An all-caps name between a declarator's name and its parameters (fmt's ``inline null<> localtime_r
 FMT_NOMACRO(...)``): a macro that expands to nothing (group 2).  It starts with a blank, the name before it
 looked behind from there: the search skips to blanks rather than trying each byte."""
@@ -65,9 +73,12 @@ ALL_CAPS = rb"_?[A-Z][A-Z0-9]*_[A-Z0-9_]*"
 ``_GCRY_GCC_ATTR_SENTINEL(0)``, nettle's ``_NETTLE_ATTRIBUTE_PURE``): a macro's, as C and C++ write them (the
 C++ stand-ins of ``grammars`` read them too)."""
 _ALL_CAPS_NAME = re.compile(ALL_CAPS)
-_SPECIFIER_MACRO = re.compile(rb"(?<![\w.>:])(" + ALL_CAPS + rb")[ \t]+"
-                              rb"(?=~[A-Za-z_]\w*[ \t]*\(|[A-Za-z_]\w*\b[ \t]*(?:[A-Za-z_(*&<]|::"
-                              rb"|\r?\n[ \t]*[A-Za-z_]\w*[ \t]*\())")
+_SPECIFIER_MACRO = Witnessed(
+    re.compile(rb"(?<![\w.>:])(" + ALL_CAPS + rb")[ \t]+"
+               rb"(?=~[A-Za-z_]\w*[ \t]*\(|[A-Za-z_]\w*\b[ \t]*(?:[A-Za-z_(*&<]|::"
+               rb"|\r?\n[ \t]*[A-Za-z_]\w*[ \t]*\())"),
+    ALL_CAPS + rb"[ \t]+(?:~[A-Za-z_]\w*[ \t]*\(|[A-Za-z_]\w*\b[ \t]*(?:[A-Za-z_(*&<]|::"
+    rb"|\r?\n[ \t]*[A-Za-z_]\w*[ \t]*\())")
 """An all-caps name with an underscore before a type and a name (``GTEST_API_ void f();``, ``FMT_CONSTEXPR
 inline T f(``, ``GL_API void (*f)(``, libffi's ``FFI_API ffi_status`` then ``ffi_prep_cif (`` on the next
 line, ``FMT_CONSTEXPR typed_node(`` a constructor in its class, ``FMT_API ~buffered_file()`` a destructor): an
@@ -75,35 +86,48 @@ export or attribute macro, which expands
 to a specifier or to nothing; not a type before a function's name at a line's start (``X509_LOOKUP_TYPE
 X509_OBJECT_get_type(``, ``_NAME_CALL``)."""
 _NAME_CALL = re.compile(rb"[ \t]+[A-Za-z_]\w*[ \t]*\(")
-_LEADING_MACRO = re.compile(rb"^[ \t]*+((?:(?:" + ALL_CAPS + rb"|__[a-z]\w*+)[ \t]++)*?)"
-                            rb"(__[a-z]\w*+|[A-Z][A-Z0-9_]*+)[ \t]++"
-                            rb"(?=(?:(?:const|volatile)[ \t]+)?(?:(?:struct|union|enum)[ \t]+)?"
-                            rb"(?!(?:const|volatile|struct|union|enum)\b)"
-                            rb"([A-Za-z_]\w*+)(?:\([\w \t*]*+\))?[ \t*]+(?:[A-Z][A-Z0-9_]*+[ \t]++)?"
-                            rb"[A-Za-z_]\w*+[ \t]*\()", re.MULTILINE)
+_LEADING_MACRO = Witnessed(
+    re.compile(rb"^[ \t]*+((?:(?:" + ALL_CAPS + rb"|__[a-z]\w*+)[ \t]++)*?)"
+               rb"(__[a-z]\w*+|[A-Z][A-Z0-9_]*+)[ \t]++"
+               rb"(?=(?:(?:const|volatile)[ \t]+)?(?:(?:struct|union|enum)[ \t]+)?"
+               rb"(?!(?:const|volatile|struct|union|enum)\b)"
+               rb"([A-Za-z_]\w*+)(?:\([\w \t*]*+\))?[ \t*]+(?:[A-Z][A-Z0-9_]*+[ \t]++)?"
+               rb"[A-Za-z_]\w*+[ \t]*\()", re.MULTILINE),
+    rb"(?m)^[ \t]*(?:(?:" + ALL_CAPS + rb"|__[a-z]\w*)[ \t]+)*(?:__[a-z]\w*|[A-Z][A-Z0-9_]*)[ \t]+"
+    rb"(?:(?:const|volatile)[ \t]+)?(?:(?:struct|union|enum)[ \t]+)?"
+    rb"[A-Za-z_]\w*(?:\([\w \t*]*\))?[ \t*]+(?:[A-Z][A-Z0-9_]*[ \t]+)?[A-Za-z_]\w*[ \t]*\(")
 """A name starting a line before a type and a function's name (openssl's ``__owur const BIO_METHOD
 *BIO_f_ssl(``, ``__owur STACK_OF(X509_NAME) *f(``, ``__owur const struct t *f(``, Tcl's ``EXTERN mp_err
 TclBN_mp_add(``), maybe after more of these or all-caps ones (group 1: ``OSSL_DEPRECATEDIN_3_0 __owur
 BIGNUM *f(``, ``__owur __owur T *f(``): an implementation's name or an upper-case macro that expands to a
 specifier or nothing.  Its group 3 is the type, kept whatever read it as a macro before (``__owur
 OSSL_HANDSHAKE_STATE SSL_get_state(``: no calling convention)."""
-_CLASS_MACRO = re.compile(rb"\b(?:class|struct|union)[ \t]+(" + ALL_CAPS + rb")[ \t]+"
-                          rb"(?=[A-Za-z_]\w*\b\s*(?::(?!:)|\{|final\b|<))")
+_CLASS_MACRO = Witnessed(
+    re.compile(rb"\b(?:class|struct|union)[ \t]+(" + ALL_CAPS + rb")[ \t]+"
+               rb"(?=[A-Za-z_]\w*\b\s*(?::(?!:)|\{|final\b|<))"),
+    rb"\b(?:class|struct|union)[ \t]+" + ALL_CAPS
+    + rb"[ \t]+[A-Za-z_]\w*\b[\t\n\v\f\r ]*(?::|\{|final\b|<)")
 """The same in a class head (``class GTEST_API_ Cardinality {``, ``class GTEST_API_ Matcher<const T&>``)."""
 _CALLING_CONVENTION = (rb"(?:" + ALL_CAPS
                        + rb"|WINAPI|APIENTRY|CALLBACK|NTAPI|WSAAPI|__(?:std|c|fast|this|vector)call)")
 """An all-caps macro with an underscore, or one of Windows' calling conventions (``DWORD WINAPI f(``, fmt's
 ``extern "C" __declspec(dllimport) int __stdcall WriteConsoleW(``, which tree-sitter-cpp 0.23 rejects after a
 linkage specification)."""
-_DECLARATOR_MACRO = re.compile(
-    rb"(?<=[*&])[ \t]*(_?[A-Z][A-Z0-9_]+)(?=\s+[A-Za-z_]\w*[ \t]*\()"
-    rb"|(?<=\w[ \t])(?<!\bstruct[ \t])(?<!\bunion[ \t])(?<!\benum[ \t])(?<!\bclass[ \t])"
-    rb"[ \t]*(" + _CALLING_CONVENTION + rb")(?=\s+[A-Za-z_]\w*[ \t]*\()"
-    rb"|(?<=\()[ \t]*(_?[A-Z][A-Z0-9_]+)"
-    rb"(?=(?:[ \t]+|[ \t]*\*[ \t]*)[A-Za-z_]\w*[ \t]*\)[ \t]*\()"
+_DECLARATOR_MACRO = Witnessed(
+    re.compile(
+        rb"(?<=[*&])[ \t]*(_?[A-Z][A-Z0-9_]+)(?=\s+[A-Za-z_]\w*[ \t]*\()"
+        rb"|(?<=\w[ \t])(?<!\bstruct[ \t])(?<!\bunion[ \t])(?<!\benum[ \t])(?<!\bclass[ \t])"
+        rb"[ \t]*(" + _CALLING_CONVENTION + rb")(?=\s+[A-Za-z_]\w*[ \t]*\()"
+        rb"|(?<=\()[ \t]*(_?[A-Z][A-Z0-9_]+)"
+        rb"(?=(?:[ \t]+|[ \t]*\*[ \t]*)[A-Za-z_]\w*[ \t]*\)[ \t]*\()"
+        rb"|\b(?:void|char|short|int|long|float|double|signed|unsigned|bool|_Bool"
+        rb"|[A-Z][A-Z0-9_]*[ \t]+[A-Za-z_]\w*)[ \t]+([A-Z][A-Z0-9]+)"
+        rb"(?=\s+[A-Za-z_]\w*[ \t]*\()"),
+    rb"[*&][ \t]*_?[A-Z][A-Z0-9_]+[\t\n\v\f\r ]+[A-Za-z_]\w*[ \t]*\("
+    rb"|\w[ \t]+" + _CALLING_CONVENTION + rb"[\t\n\v\f\r ]+[A-Za-z_]\w*[ \t]*\("
+    rb"|\([ \t]*_?[A-Z][A-Z0-9_]+(?:[ \t]+|[ \t]*\*[ \t]*)[A-Za-z_]\w*[ \t]*\)[ \t]*\("
     rb"|\b(?:void|char|short|int|long|float|double|signed|unsigned|bool|_Bool"
-    rb"|[A-Z][A-Z0-9_]*[ \t]+[A-Za-z_]\w*)[ \t]+([A-Z][A-Z0-9]+)"
-    rb"(?=\s+[A-Za-z_]\w*[ \t]*\()")
+    rb"|[A-Z][A-Z0-9_]*[ \t]+[A-Za-z_]\w*)[ \t]+[A-Z][A-Z0-9]+[\t\n\v\f\r ]+[A-Za-z_]\w*[ \t]*\(")
 """The same between a function's type and its name (ICU's ``U_CAPI UFormatter* U_EXPORT2`` or ``U_CAPI
 void U_EXPORT2``, then ``ufmt_open(`` on the next line; not after a tag, ``struct NODE_T f(``; gtest's
 ``static DWORD WINAPI ThreadMain(``), or any all-caps name before a function pointer's name (``typedef void
@@ -112,19 +136,28 @@ napi_value(NAPI_CDECL* napi_callback)(``), or any all-caps name between a basic 
 type, and a function's name (gl.h's ``GLAPI void GLAPIENTRY glClearIndex(``, ``GLAPI GLboolean GLAPIENTRY
 glIsEnabled(``), or after a ``*`` (``const GLubyte * GLAPIENTRY glGetString(``): a calling convention,
 which expands to an attribute, a ``*`` or nothing."""
-_ATTRIBUTE_CALL = re.compile(rb"\b([A-Za-z_]\w*)[ \t]+(" + ALL_CAPS + rb"[ \t]*\([^()\n]*\))"
-                             rb"(?=\s+\**[A-Za-z_]\w*[ \t]*[;,=(\[])")
+_ATTRIBUTE_CALL = Witnessed(
+    re.compile(rb"\b([A-Za-z_]\w*)[ \t]+(" + ALL_CAPS + rb"[ \t]*\([^()\n]*\))"
+               rb"(?=\s+\**[A-Za-z_]\w*[ \t]*[;,=(\[])"),
+    rb"\b[A-Za-z_]\w*[ \t]+" + ALL_CAPS
+    + rb"[ \t]*\([^()\n]*\)[\t\n\v\f\r ]+\**[A-Za-z_]\w*[ \t]*[;,=(\[]")
 """An all-caps macro's call between a type and a declarator (Tcl's ``typedef T MP_DEPRECATED(x) name;``, X11's
 ``static inline void _X_ATTRIBUTE_PRINTF(2, 3)`` then ``prmsg(`` on the next line): an attribute; not after a
 keyword other than a basic type's (``extern NCURSES_EXPORT(int) f(``: the call is the type)."""
-_DECLARATOR_WRAPPER = re.compile(rb"\b([A-Za-z_]\w*)\s+(__[A-Za-z]\w*|" + ALL_CAPS + rb")[ \t]*(\()"
-                                 rb"(?=[ \t]*[^\s();{}][^();{}]*\()")
+_DECLARATOR_WRAPPER = Witnessed(
+    re.compile(rb"\b([A-Za-z_]\w*)\s+(__[A-Za-z]\w*|" + ALL_CAPS + rb")[ \t]*(\()"
+               rb"(?=[ \t]*[^\s();{}][^();{}]*\()"),
+    rb"\b[A-Za-z_]\w*[\t\n\v\f\r ]+(?:__[A-Za-z]\w*|" + ALL_CAPS
+    + rb")[ \t]*\([ \t]*[^\t\n\v\f\r ();{}][^();{}]*\(")
 """A macro wrapping a declarator whose parameter list it holds, after a type (glibc's ``int`` then ``__NTH
 (tolower (int __c))``, ``extern int __REDIRECT_NTH (timerfd_settime, (int __ufd, …), __timerfd_settime64)``):
 its arguments are blanked (group 3 is its ``(``), so that it reads as a function with no parameters; not an
 attribute, whose arguments start with a ``(`` (``timer __attribute__((aligned(8)))``)."""
-_BEFORE_TYPE = re.compile(rb"(?<![\w.>:])([A-Za-z_]\w*+)[ \t]++(?=(?:[A-Za-z_]\w*+[ \t]+){0,3}?"
-                          rb"(?:void|char|short|int|long|float|double|signed|unsigned|bool|_Bool)\b)")
+_BEFORE_TYPE = Witnessed(
+    re.compile(rb"(?<![\w.>:])([A-Za-z_]\w*+)[ \t]++(?=(?:[A-Za-z_]\w*+[ \t]+){0,3}?"
+               rb"(?:void|char|short|int|long|float|double|signed|unsigned|bool|_Bool)\b)"),
+    rb"[A-Za-z_]\w*[ \t]+(?:[A-Za-z_]\w*[ \t]+){0,3}"
+    rb"(?:void|char|short|int|long|float|double|signed|unsigned|bool|_Bool)\b")
 """A name before a basic type, maybe with a few more names between (``__owur int f(``, ``ossl_noreturn void
 g(``, ``static ossl_unused ossl_inline int h(``): no type or declarator comes there, so unless it is a keyword
 (``unsigned int``) it is a macro that expands to a specifier or nothing."""
@@ -137,18 +170,25 @@ signed sizeof static static_assert static_cast struct switch template this threa
 typedef typeid typename union unsigned using virtual void volatile while _Alignas _Alignof _Atomic
 _Bool _Noreturn _Static_assert _Thread_local""".split())
 _ATTRIBUTE_NAME = rb"(?:__\w+|" + ALL_CAPS + rb"|[A-Za-z_]\w*+(?=[ \t]*\(\())"
-_TRAILING_ATTRIBUTE = re.compile(rb"[)\]](?:\s*+(?:const|volatile|override|final|noexcept)\b)*+"
-                                 rb"[ \t]*(?:\r?\n[ \t]*)?(" + _ATTRIBUTE_NAME + rb")")
+_TRAILING_ATTRIBUTE = Witnessed(
+    re.compile(rb"[)\]](?:\s*+(?:const|volatile|override|final|noexcept)\b)*+"
+               rb"[ \t]*(?:\r?\n[ \t]*)?(" + _ATTRIBUTE_NAME + rb")"),
+    rb"[)\]](?:[\t\n\v\f\r ]*(?:const|volatile|override|final|noexcept)\b)*[ \t]*(?:\r?\n[ \t]*)?"
+    rb"(?:__\w+|" + ALL_CAPS + rb"|[A-Za-z_]\w*[ \t]*\(\()")
 """An implementation's name, an all-caps macro or a name called with ``((`` after a declarator's ``)`` or
 ``]`` (glibc's ``__THROW``, ``__nonnull ((1))``, ``__LOCK_ALIGNMENT``, fmt's ``FMT_DECLTYPE_RETURN(…)``,
 openssl's ``ossl_bio__attr__((__format__(…)))``), maybe after a method's qualifiers (``) const
 GTEST_LOCK_EXCLUDED_(mu) = 0;``): an attribute or a trailing return type, blanked with its arguments."""
 _DECLARATION_END = frozenset(b";,{=")
-_ALIGNMENT_MACRO = re.compile(rb"\b([A-Za-z_]\w*+)[ \t]++(__?[A-Z][A-Z0-9_]*+)(?=[ \t]*[;,=)])")
+_ALIGNMENT_MACRO = Witnessed(
+    re.compile(rb"\b([A-Za-z_]\w*+)[ \t]++(__?[A-Z][A-Z0-9_]*+)(?=[ \t]*[;,=)])"),
+    rb"\b[A-Za-z_]\w*[ \t]+__?[A-Z][A-Z0-9_]*[ \t]*[;,=)]")
 """An implementation's all-caps macro after a declarator's name (glibc's ``int __data __ONCE_ALIGNMENT;``,
 X11's ``int sig _X_UNUSED)``)."""
-_FIELD_MACRO = re.compile(rb"(?<![\w.>:*&])([A-Za-z_]\w*)[ \t]+([A-Za-z_]\w*)[ \t]+([A-Z][A-Z0-9_]*)"
-                          rb"(?=[ \t]*[;,)])")
+_FIELD_MACRO = Witnessed(
+    re.compile(rb"(?<![\w.>:*&])([A-Za-z_]\w*)[ \t]+([A-Za-z_]\w*)[ \t]+([A-Z][A-Z0-9_]*)"
+               rb"(?=[ \t]*[;,)])"),
+    rb"[A-Za-z_]\w*[ \t]+[A-Za-z_]\w*[ \t]+[A-Z][A-Z0-9_]*[ \t]*[;,)]")
 """Any all-caps name after a type and a declarator's name (X11's ``CARD32 length B32;``, a bit-field's width):
 a macro, as three names in a row are no declaration."""
 _BASIC_TYPES = frozenset(b"void char short int long float double signed unsigned bool _Bool".split())
@@ -468,7 +508,7 @@ def blank_open_call(data: bytes) -> bytes:
     if call is not None and _open_to_end(data, call.end() - 1) \
             and (_after_statement(data, call.start(1)) or _after_macro_call(data, call)):
         return _blanked_from(data, call.start(1))
-    wrapper = _DECLARATOR_WRAPPER.search(data, after)
+    wrapper = _DECLARATOR_WRAPPER.pattern.search(data, after)
     if wrapper is not None and _open_to_end(data, wrapper.start(3)) \
             and (wrapper.group(1) in _BASIC_TYPES or wrapper.group(1) not in _KEYWORDS):
         return _blanked_from(data, wrapper.end(3))
@@ -632,7 +672,9 @@ def blank_macro_calls(data: bytes) -> bytes:
     return bytes(out)
 
 
-_MEMBER_GROUP = re.compile(rb"^[ \t]*([A-Za-z_]\w*)[ \t]*\([^()\n]*,[ \t]*\r?\n(?=[^;{}()]*;)", re.MULTILINE)
+_MEMBER_GROUP = Witnessed(
+    re.compile(rb"^[ \t]*([A-Za-z_]\w*)[ \t]*\([^()\n]*,[ \t]*\r?\n(?=[^;{}()]*;)", re.MULTILINE),
+    rb"(?m)^[ \t]*[A-Za-z_]\w*[ \t]*\([^()\n]*,[ \t]*\r?\n[^;{}()]*;")
 """A macro call whose first line ends with a ``,`` and whose arguments go on with declarations (the kernel's
 ``__struct_group(/* no tag */, addrs, /* no attrs */,`` then ``__be32 saddr;`` … ``);``): a group of
 members."""
@@ -672,7 +714,9 @@ def _member_group(data: bytes, out: bytearray, found: re.Match[bytes], budget: l
 _STRUCT_HEAD = b"struct {"
 
 
-_OPERAND_CALL = re.compile(rb"[-(,!=\[?:+*/%&|^~][ \t]*(" + ALL_CAPS + rb")[ \t]*\(")
+_OPERAND_CALL = Witnessed(
+    re.compile(rb"[-(,!=\[?:+*/%&|^~][ \t]*(" + ALL_CAPS + rb")[ \t]*\("),
+    rb"[-(,!=\[?:+*/%&|^~][ \t]*" + ALL_CAPS + rb"[ \t]*\(")
 """An all-caps macro's call as an operand (after an operator, ``(``, ``[`` or ``,``), read as one name when it
 lies on one line: its arguments are token lists, no expressions (gmock's ``GMOCK_PP_HAS_COMMA(b, )``,
 ``GMOCK_PP_IS_BEGIN_PARENS(sss() sss)``)."""
