@@ -29,16 +29,28 @@ def compile_re2(expression: str) -> Any:
     raises ``re2.error``.  google-re2 is imported here, by the first pattern compiled."""
     import re2
 
-    return re2.compile(expression, _options())
+    return re2.compile(expression, _options(False))
+
+
+def compile_re2_bytes(expression: bytes) -> Any:
+    """``expression`` compiled by RE2 with policyctl's options, to be asked only whether it
+    matches in bytes: read as ``re`` reads bytes (Latin-1, each byte one character: no UTF-8
+    decoding that a stray byte could fail), without capture groups."""
+    import re2
+
+    return re2.compile(expression, _options(True))
 
 
 @cache
-def _options() -> Any:
+def _options(over_bytes: bool) -> Any:
     import re2
 
     options = re2.Options()
     options.log_errors = False
     options.max_mem = MAX_MEMORY
+    if over_bytes:
+        options.encoding = re2.Options.Encoding.LATIN1
+        options.never_capture = True
     return options
 
 

@@ -18,6 +18,8 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from policy.model.re2_spans import compile_re2_bytes
+
 Replacement = bytes | Callable[[re.Match[bytes]], bytes]
 
 
@@ -37,7 +39,7 @@ class Witnessed:
     def found_in(self, data: bytes) -> bool:
         """Whether ``data`` holds the witness: False means ``pattern`` matches nowhere in it."""
         if self._compiled is None:
-            self._compiled = _compile(self.witness)
+            self._compiled = compile_re2_bytes(self.witness)
         return self._compiled.search(data) is not None
 
     def finditer(self, data: bytes) -> Iterator[re.Match[bytes]]:
@@ -46,14 +48,3 @@ class Witnessed:
     def sub(self, replacement: Replacement, data: bytes) -> bytes:
         return self.pattern.sub(replacement, data) if self.found_in(data) else data
 
-
-def _compile(witness: bytes) -> Any:
-    """``witness`` compiled by RE2 over bytes (Latin-1: each byte one character, as ``re`` reads
-    bytes; no UTF-8 decoding that a stray byte could fail), without capture groups."""
-    import re2  # google-re2, a dependency: imported by the first witness used
-
-    options = re2.Options()
-    options.encoding = re2.Options.Encoding.LATIN1
-    options.never_capture = True
-    options.log_errors = False
-    return re2.compile(witness, options)
