@@ -1,6 +1,7 @@
 """HarnessGuardMiddleware.after_model against DeerFlow's own LoopDetectionMiddleware.after_model.
 
-    .venv/bin/python bench/bench_deerflow.py [--rounds 5] [--turns 4000] [--no-logging] [--warm-caches]
+    .venv/bin/python bench/bench_deerflow.py [--rounds 5] [--turns 4000] [--no-logging]
+                                             [--warm-caches | --evict-mb 8]
 
 The baseline, ``DeerFlowLoopDetection`` below, restates DeerFlow's middleware on
 the paths this bench runs (bytedance/deer-flow at ``f1f4af99``, 2026-08-22,
@@ -41,7 +42,8 @@ request (not timed; the guard's ``wrap_tool_call`` and both ``wrap_model_call``s
 whose handler, the model call, is for both sides the same ``rest_of_the_turn``:
 the tool's 1.4 KB answer joins the conversation, which is serialised as the next
 request, and 8 MB are written, as the tool's process and the model's round trip
-would evict the core's caches; ``--warm-caches`` skips that), each scope entered
+would evict the core's caches; ``--warm-caches`` skips that, ``--evict-mb`` sets how much
+is written: 48 MB is past the 32 MB last level of the machine of 4 Dec 2026), each scope entered
 with ``before_agent`` and left with ``after_agent``.  The eviction runs inside
 the handler, as the round trip does: what a ``wrap_model_call`` touches before
 its handler is not left warm for the next ``after_model``.
@@ -440,7 +442,8 @@ def tool_answer(request: ToolCallRequest) -> ToolMessage:
 EVICT_BYTES = 8 << 20
 """Memory written between turns, more than a core's own caches hold: what the tool's process (a
 process start alone touches more) and the model client leave of a middleware's code and data
-in them.  0 with ``--warm-caches``."""
+in them (``--evict-mb``; 0 with ``--warm-caches``).  It is less than a shared last level holds,
+so part of what a turn touched is still there at the next turn."""
 
 
 def rest_of_the_turn(conversation: list[dict[str, Any]], call: dict[str, Any]) -> None:
@@ -509,16 +512,18 @@ def production_logging() -> None:
 
 
 def main() -> int:
+    global EVICT_BYTES
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--turns", type=int, default=4000)
     parser.add_argument("--no-logging", action="store_true", help="no log records on either side")
-    parser.add_argument("--warm-caches", action="store_true",
-                        help="nothing evicts the core's caches between turns (see rest_of_the_turn)")
+    eviction = parser.add_mutually_exclusive_group()
+    eviction.add_argument("--warm-caches", action="store_true",
+                          help="nothing evicts the core's caches between turns (see rest_of_the_turn)")
+    eviction.add_argument("--evict-mb", type=int, default=EVICT_BYTES >> 20,
+                          help="MB written between turns (default: %(default)s)")
     options = parser.parse_args()
-    if options.warm_caches:
-        global EVICT_BYTES
-        EVICT_BYTES = 0
+    EVICT_BYTES = 0 if options.warm_caches else options.evict_mb << 20
     if options.no_logging:
         logging.disable(logging.CRITICAL)
     else:
@@ -544,7 +549,7 @@ def main() -> int:
             ratios[path].append(ours / theirs)
 
     logs = "logging off" if options.no_logging else "logging as in production"
-    logs += ", caches warm" if options.warm_caches else ""
+    logs += f", {EVICT_BYTES >> 20} MB written between turns" if EVICT_BYTES else ", caches warm"
     print(f"HarnessGuardMiddleware.after_model vs DeerFlow's after_model: {options.turns} turns, "
           f"{options.rounds} rounds, {logs}; median wall microseconds per call (range over rounds)")
     print(f"{'path':<6} {'policyctl':>18} {'deerflow':>18} {'ratio':>6} {'range':>13}")

@@ -9,7 +9,7 @@ round trip evict them.  Under that eviction a call's time is mostly its
 memory traffic, and on a shared machine the timings swing with the other
 jobs.  Here the same turns (``scope_states``, ``rest_of_the_turn`` writing 2
 MB, DeerFlow's gateway logging) run under valgrind's callgrind with a
-simulated 1 MB last-level cache (the size of this machine's per-core L2):
+simulated 1 MB last-level cache (this machine's two L2s together, 512 KB a core):
 for each path and each side, one process counts, for the calls of that path
 alone, the instructions executed and the reads and writes that miss the
 last level (code and data), the same in every run.  The calls measured are
@@ -40,7 +40,7 @@ from typing import Any
 PATHS = ("allow", "warn", "stop")
 SIDES = ("policyctl", "deerflow")
 LAST_LEVEL = "1048576,16,64"
-"""The simulated last-level cache: 1 MB, 16-way, 64-byte lines (one core's L2 here)."""
+"""The simulated last-level cache: 1 MB, 16-way, 64-byte lines (both cores' L2 here)."""
 EVICT_BYTES = 2 << 20
 """What ``rest_of_the_turn`` writes between turns: twice the simulated last level."""
 WARM_SCOPES = 2
