@@ -7,8 +7,9 @@ reads, and for CPython that includes the code it runs: each function called
 brings its function and code objects, and each instruction executed is read
 from the code object's bytecode (with its inline caches).  This counts, per
 path and per side, the distinct functions one ``after_model`` call runs and
-the distinct 64-byte lines of bytecode it executes (traced opcode by opcode;
-a line's address is the code object's plus the instruction's offset), as a
+the distinct 64-byte lines of bytecode its instructions start on (traced
+opcode by opcode: the code object's address, plus where its bytecode starts in
+it, plus the instruction's offset), as a
 fast and deterministic stand-in for ``bench_deerflow_cache.py``'s simulated
 misses: seconds, not minutes.  It does not see data (dictionaries, state,
 messages) nor the interpreter's own code.  The workload is ``bench_deerflow``'s:
@@ -32,7 +33,7 @@ LINE = 64
 """Bytes per cache line."""
 WARM_SCOPES = 2
 PATHS = ("allow", "warn", "stop")
-_BYTECODE_OFFSET = type((lambda: 0).__code__).__basicsize__
+_BYTECODE_OFFSET = types.CodeType.__basicsize__
 """Where a code object's bytecode starts within it (``co_code_adaptive``, its last field)."""
 
 Lines = dict[types.CodeType, set[int]]
