@@ -69,19 +69,26 @@ class MemoryStore:
         key = scope.key
         return _Checkout(self, key, self._scope_locks[hash(key) % self.LOCK_STRIPES])
 
-    def run(self, scope: Scope, work: Callable[[ScopeState], T]) -> T:
-        """``work(state)`` with exclusive access to the scope's state: ``with self.scope(scope) as
-        state: return work(state)`` without the context manager object (the guard's path for
-        every event)."""
+    def checkout(self, scope: Scope) -> tuple[threading.RLock, ScopeState]:
+        """The scope's state and the lock to hold while using it: ``with lock:`` gives what
+        ``scope()`` gives, without a context manager object or a function of the caller's (the
+        guard's path for every model turn).  Two callers of one scope get the same state and
+        take turns on its lock; a state evicted or dropped meanwhile is simply forgotten
+        afterwards, as one evicted while in use."""
         key = scope.key
         states = self._states
-        with self._scope_locks[hash(key) % self.LOCK_STRIPES]:
-            with self._lru_lock:
-                state = states.peek(key)
-                if state is None:  # the scope's first event (or its state was evicted)
-                    state = states.get_or_put(key, ScopeState)
-                else:
-                    states.touch(key)
+        with self._lru_lock:
+            state = states.peek(key)
+            if state is None:  # the scope's first event (or its state was evicted)
+                state = states.get_or_put(key, ScopeState)
+            else:
+                states.touch(key)
+        return self._scope_locks[hash(key) % self.LOCK_STRIPES], state
+
+    def run(self, scope: Scope, work: Callable[[ScopeState], T]) -> T:
+        """``work(state)`` with exclusive access to the scope's state."""
+        lock, state = self.checkout(scope)
+        with lock:
             return work(state)
 
     def drop_thread(self, thread_id: str) -> None:

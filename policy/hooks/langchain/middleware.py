@@ -315,7 +315,7 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         # No log record: the rule that stopped the run logged it (``policy.loops``, one record per
         # stop, as DeerFlow makes).
         reason = stop_reason(decision)
-        run_id = self.scopes.given_run_id(scope)
+        run_id = scope.run_id if scope.run_id_given else None
         with self._lock:
             self._stops.put(scope.key, decision)
             self._stop_reasons.put(run_id, reason)
