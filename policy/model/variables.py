@@ -8,6 +8,7 @@ the common variables and its kind's).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from policy.model.decision import Action, RuleRef
@@ -15,7 +16,7 @@ from policy.model.events import ToolCall
 from policy.model.jsontext import readable
 
 CALL_SUMMARY_LIMIT = 160
-_NO_VALUES: Mapping[str, Any] = {}
+_NO_VALUES: Mapping[str, Any] = MappingProxyType({})
 
 
 def call_summary(call: ToolCall, limit: int = CALL_SUMMARY_LIMIT) -> str:

@@ -113,7 +113,7 @@ class Guard:
                 lock, state = memory.checkout(scope)
                 with lock:
                     decision = self._loops.on_turn(state, readable, render=False)
-                    if decision.action != "allow" or state.files.incomplete:
+                    if decision.action == "warn" or state.files.incomplete:  # else nothing to keep
                         decision = self._kept(state, decision, readable)
             else:
                 decision = _settled(self._state.run(scope, lambda state: self._kept(

@@ -66,8 +66,7 @@ class MemoryStore:
         self._scope_locks = tuple(threading.RLock() for _ in range(self.LOCK_STRIPES))
 
     def scope(self, scope: Scope) -> AbstractContextManager[ScopeState]:
-        key = scope.key
-        return _Checkout(self, key, self._scope_locks[hash(key) % self.LOCK_STRIPES])
+        return _Checkout(*self.checkout(scope))
 
     def checkout(self, scope: Scope) -> tuple[threading.RLock, ScopeState]:
         """The scope's state and the lock to hold while using it: ``with lock:`` gives what
@@ -102,28 +101,19 @@ class MemoryStore:
     def __len__(self) -> int:
         return len(self._states)
 
-    def _checkout(self, key: tuple[str, str]) -> ScopeState:
-        with self._lru_lock:
-            return self._states.get_or_put(key, ScopeState)
-
 
 class _Checkout:
-    """``MemoryStore.scope``'s context manager: the scope's lock stripe held for the block."""
+    """``MemoryStore.scope``'s context manager: a checked-out state, its lock held for the block."""
 
-    __slots__ = ("_key", "_lock", "_store")
+    __slots__ = ("_lock", "_state")
 
-    def __init__(self, store: MemoryStore, key: tuple[str, str], lock: threading.RLock) -> None:
-        self._store = store
-        self._key = key
+    def __init__(self, lock: threading.RLock, state: ScopeState) -> None:
         self._lock = lock
+        self._state = state
 
     def __enter__(self) -> ScopeState:
         self._lock.acquire()
-        try:
-            return self._store._checkout(self._key)
-        except BaseException:
-            self._lock.release()
-            raise
+        return self._state
 
     def __exit__(self, *exc_info: object) -> None:
         self._lock.release()
