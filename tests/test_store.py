@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 
 import pytest
 
@@ -63,6 +66,12 @@ def test_a_missing_run_id_is_a_scope_of_its_own() -> None:
         assert state.pending == {"c": {}}
 
 
+def test_a_scope_says_whether_its_caller_named_the_run() -> None:
+    named, unnamed = Scope("t1", "run-1"), Scope("t1")
+    assert named.run_id_given and not unnamed.run_id_given
+    assert Scope("t1", "run-1", run_id_given=False) == named  # the same scope, however it was named
+
+
 def test_the_least_recently_used_scope_goes_first() -> None:
     store = MemoryStore(max_scopes=3)
     for run in ("a", "b", "c", "a", "d"):
@@ -97,14 +106,24 @@ def test_100000_scopes_through_an_lru_of_1000_stay_bounded() -> None:
         assert state.repeat.turns == 0
 
 
-def test_threads_never_interleave_updates_of_one_scope() -> None:
+@contextlib.contextmanager
+def _checked_out(store: MemoryStore, scope: Scope) -> Iterator[ScopeState]:
+    """``store.scope(scope)`` as the guard's model turn takes it: ``checkout``, then its lock."""
+    lock, state = store.checkout(scope)
+    with lock:
+        yield state
+
+
+@pytest.mark.parametrize("exclusive", [MemoryStore.scope, _checked_out], ids=["scope", "checkout"])
+def test_threads_never_interleave_updates_of_one_scope(
+        exclusive: Callable[[MemoryStore, Scope], AbstractContextManager[ScopeState]]) -> None:
     store = MemoryStore()
     scope = Scope("shared", "run")
     workers, rounds = 8, 300
 
     def work() -> None:
         for _ in range(rounds):
-            with store.scope(scope) as state:
+            with exclusive(store, scope) as state:
                 counter = state.pending.setdefault("counter", {"n": 0})
                 seen = counter["n"]
                 time.sleep(0)  # invite a switch between the read and the write
@@ -117,6 +136,20 @@ def test_threads_never_interleave_updates_of_one_scope() -> None:
         thread.join()
     with store.scope(scope) as state:
         assert state.pending["counter"]["n"] == workers * rounds
+
+
+def test_checkout_gives_every_caller_of_a_scope_its_one_state_and_lock() -> None:
+    """The guard's model turn: the state and the lock to hold, without a context manager."""
+    store = MemoryStore()
+    scope = Scope("shared", "run")
+    lock, state = store.checkout(scope)
+    again_lock, again = store.checkout(Scope("shared", "run"))
+    _, other = store.checkout(Scope("shared", "other run"))
+    assert again is state and again_lock is lock and other is not state
+    with lock:
+        state.pending["seen"] = {"by": "checkout"}
+    with store.scope(scope) as seen:
+        assert seen.pending["seen"] == {"by": "checkout"}
 
 
 def test_a_scope_in_use_does_not_hold_up_other_scopes() -> None:

@@ -83,7 +83,9 @@ def test_the_middleware_sweeps_its_workspace(tmp_path: Path) -> None:
     assert message.additional_kwargs["policy"]["rule"] == "sweep python"
 
 
-def test_the_middleware_sweeps_a_sandbox_through_a_runtime_aware_lister(tmp_path: Path) -> None:
+@pytest.mark.parametrize("runtime_reader", [True, False], ids=["with a runtime-aware reader", "alone"])
+def test_the_middleware_sweeps_a_sandbox_through_a_runtime_aware_lister(tmp_path: Path,
+                                                                      runtime_reader: bool) -> None:
     prepare(Case("base", ""), tmp_path)
     tools = Workspace(tmp_path)
     runtimes: list[Any] = []
@@ -99,8 +101,8 @@ def test_the_middleware_sweeps_a_sandbox_through_a_runtime_aware_lister(tmp_path
         file = Path(path)
         return file.read_text() if file.is_file() else None
 
-    guard = HarnessGuardMiddleware("builtin:default", read_file=read_file, workspace=str(tmp_path),
-                                   list_files=list_files)
+    guard = HarnessGuardMiddleware("builtin:default", read_file=read_file if runtime_reader else None,
+                                   workspace=str(tmp_path), list_files=list_files)
     agent = create_agent(model(turn(call("bash", command="ls")), turn(call("bash", command=BREAK_COLON)),
                                answer()), tools=tools.tools(), middleware=[guard])
     result = agent.invoke({"messages": [("user", "tidy app.py")]}, context={"thread_id": "t", "run_id": "r"})

@@ -85,10 +85,13 @@ class Scope:
 
     thread_id: str = "default"
     run_id: str | None = None
+    run_id_given: bool = field(default=True, compare=False, repr=False)
+    """Whether the caller named this run (False for an id made for a run that named none)."""
 
     def __post_init__(self) -> None:
         if self.run_id is None:
             object.__setattr__(self, "run_id", f"anon-{os.urandom(16).hex()}")
+            object.__setattr__(self, "run_id_given", False)
 
     @cached_property
     def key(self) -> tuple[str, str]:

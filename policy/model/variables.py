@@ -8,6 +8,7 @@ the common variables and its kind's).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from policy.model.decision import Action, RuleRef
@@ -15,6 +16,7 @@ from policy.model.events import ToolCall
 from policy.model.jsontext import readable
 
 CALL_SUMMARY_LIMIT = 160
+_NO_VALUES: Mapping[str, Any] = MappingProxyType({})
 
 
 def call_summary(call: ToolCall, limit: int = CALL_SUMMARY_LIMIT) -> str:
@@ -48,9 +50,8 @@ class HintVariables(dict[str, Any]):
         values: Mapping[str, Any] | None = None,
         lazy: Mapping[str, Callable[[], Any]] | None = None,
     ) -> None:
-        dict.__init__(self, common_variables(policy, rule, action, call))  # not ``super()``: no object
-        if values:
-            self.update(values)
+        # ``dict.__init__``, not ``super()``: no object made for it
+        dict.__init__(self, common_variables(policy, rule, action, call, values or _NO_VALUES))
         self._rule = rule
         self._call = call
         self._lazy = lazy or {}
@@ -76,12 +77,14 @@ class HintVariables(dict[str, Any]):
             return default
 
 
-def common_variables(policy: str, rule: RuleRef, action: Action, call: ToolCall) -> dict[str, Any]:
-    """The common variables that cost nothing to make, as a new plain dict: what ``HintVariables``
-    starts from, and what a compiled template (``HintTemplate.compiled_program``) that reads none
-    of ``MADE_ON_READ`` renders from once the rule's values and ``call`` are added."""
+def common_variables(policy: str, rule: RuleRef, action: Action, call: ToolCall,
+                     values: Mapping[str, Any] = _NO_VALUES) -> dict[str, Any]:
+    """The common variables that cost nothing to make, then ``values`` (which win), as a new plain
+    dict: what ``HintVariables`` starts from, and what a compiled template
+    (``HintTemplate.compiled_program``) that reads none of ``MADE_ON_READ`` renders from once the
+    rule's values and ``call`` are in ``values``."""
     return {"rule_kind": rule.kind, "rule_name": rule.name, "action": action, "tool": call.name,
-            "call_id": call.id, "policy": policy}
+            "call_id": call.id, "policy": policy, **values}
 
 
 _ON_FIRST_READ: dict[str, Callable[[RuleRef, ToolCall], Any]] = {

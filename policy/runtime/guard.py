@@ -15,7 +15,8 @@ model request; the call's own decision then carries no warning.  Either way
 a turn's warning is rendered only when it is delivered.
 
 Every method is thread-safe: state is only touched inside
-``Store.scope()``, which gives exclusive access to one scope.  The
+``Store.scope()``, which gives exclusive access to one scope (a model turn
+in memory: under the lock ``MemoryStore.checkout`` gives with the state).  The
 in-memory path is pure computation (microseconds) and safe to call from an
 event loop; the ``a*`` twins run the work in a thread for stores that do I/O
 (Redis, files) and for command checkers.
@@ -107,19 +108,16 @@ class Guard:
             if not readable:
                 return Decision(metadata=TOO_DEEP_FACTS)
 
-            def work(state: ScopeState) -> Decision:
-                decision = self._loops.on_turn(state, readable, render=False)
-                if decision.action == "warn" and decision.call_id is not None:
-                    self._keep_warning(state, decision, readable)
-                if decision.action != "stop" and state.files.incomplete:  # files left incomplete: rare
-                    self._files.on_turn(state.files, readable, lambda call_id: _pending(state, call_id))
-                return decision
-
             memory = self._state.memory
-            if memory is not None:  # straight to the store that cannot fault
-                decision = memory.run(scope, work)
+            if memory is not None:  # straight to the store that cannot fault, inline: every turn
+                lock, state = memory.checkout(scope)
+                with lock:
+                    decision = self._loops.on_turn(state, readable, render=False)
+                    if decision.action == "warn" or state.files.incomplete:  # else nothing to keep
+                        decision = self._kept(state, decision, readable)
             else:
-                decision = _settled(self._state.run(scope, work), ALLOW)
+                decision = _settled(self._state.run(scope, lambda state: self._kept(
+                    state, self._loops.on_turn(state, readable, render=False), readable)), ALLOW)
             return decision if len(readable) == len(calls) else _with_facts(decision, TOO_DEEP_FACTS)
         except Exception as err:
             return self._fault("turn", err)
@@ -195,20 +193,26 @@ class Guard:
 
     # --- implementation -----------------------------------------------------
 
-    def _keep_warning(self, state: ScopeState, decision: Decision, calls: Sequence[ToolCall]) -> None:
-        """A turn's unrendered warning, stored for its delivery (queued for the next model request,
-        or pending for its call's result): the decision, its rule as stored and the call it
-        concerns.  (A loop decision has no signature or captures, and its metadata is its own
-        fresh dict.)"""
-        call = calls[0] if len(calls) == 1 else next(c for c in calls if c.id == decision.call_id)
-        rule = decision.rule
-        stored = None if rule is None else self._loops.stored_rules[rule.name]
-        entry = {"action": decision.action, "rule": stored, "call_id": decision.call_id,
-                 "metadata": decision.metadata, "tool": call.name, "args": call.args}
-        if self._queues:
-            _queue(state, entry)
-        else:
-            _pending(state, call.id)[_WARNING] = entry
+    def _kept(self, state: ScopeState, decision: Decision, calls: Sequence[ToolCall]) -> Decision:
+        """A turn's decision, once what it leaves in the scope's state is kept: its warning,
+        unrendered, for its delivery (queued for the next model request, or pending for its
+        call's result) as the decision, its rule as stored and the call it concerns (a loop
+        decision has no signature or captures, and its metadata is its own fresh dict); the
+        files the turn may complete (files left incomplete: rare)."""
+        if decision.action == "warn" and decision.call_id is not None:
+            call = calls[0] if len(calls) == 1 else next(c for c in calls if c.id == decision.call_id)
+            rule = decision.rule
+            entry = {"action": decision.action,
+                     "rule": None if rule is None else self._loops.stored_rules[rule.name],
+                     "call_id": decision.call_id, "metadata": decision.metadata, "tool": call.name,
+                     "args": call.args}
+            if self._queues:
+                _queue(state, entry)
+            else:
+                _pending(state, call.id)[_WARNING] = entry
+        if decision.action != "stop" and state.files.incomplete:
+            self._files.on_turn(state.files, calls, lambda call_id: _pending(state, call_id))
+        return decision
 
     def _on_call(self, call: ToolCall, scope: Scope) -> Decision:
         """The gate's verdict first, from the call alone; the store only adds loop counting to it."""

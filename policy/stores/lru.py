@@ -42,10 +42,11 @@ class LruDict(Generic[K, V]):
         return self._items[key]
 
     def put(self, key: K, value: V) -> None:
-        self._items[key] = value
-        self._items.move_to_end(key)
-        while len(self._items) > self.limit:
-            self._items.popitem(last=False)
+        items = self._items
+        items[key] = value
+        items.move_to_end(key)
+        if len(items) > self.limit:  # one entry over at most: ``limit`` never changes
+            items.popitem(last=False)
 
     def get_or_put(self, key: K, make: Callable[[], V]) -> V:
         """The value for ``key``, storing ``make()`` first when there is none."""

@@ -66,22 +66,28 @@ class MemoryStore:
         self._scope_locks = tuple(threading.RLock() for _ in range(self.LOCK_STRIPES))
 
     def scope(self, scope: Scope) -> AbstractContextManager[ScopeState]:
-        key = scope.key
-        return _Checkout(self, key, self._scope_locks[hash(key) % self.LOCK_STRIPES])
+        return _Checkout(*self.checkout(scope))
 
-    def run(self, scope: Scope, work: Callable[[ScopeState], T]) -> T:
-        """``work(state)`` with exclusive access to the scope's state: ``with self.scope(scope) as
-        state: return work(state)`` without the context manager object (the guard's path for
-        every event)."""
+    def checkout(self, scope: Scope) -> tuple[threading.RLock, ScopeState]:
+        """The scope's state and the lock to hold while using it: ``with lock:`` gives what
+        ``scope()`` gives, without a context manager object or a function of the caller's (the
+        guard's path for every model turn).  Two callers of one scope get the same state and
+        take turns on its lock; a state evicted or dropped meanwhile is simply forgotten
+        afterwards, as one evicted while in use."""
         key = scope.key
         states = self._states
-        with self._scope_locks[hash(key) % self.LOCK_STRIPES]:
-            with self._lru_lock:
-                state = states.peek(key)
-                if state is None:  # the scope's first event (or its state was evicted)
-                    state = states.get_or_put(key, ScopeState)
-                else:
-                    states.touch(key)
+        with self._lru_lock:
+            state = states.peek(key)
+            if state is None:  # the scope's first event (or its state was evicted)
+                state = states.get_or_put(key, ScopeState)
+            else:
+                states.touch(key)
+        return self._scope_locks[hash(key) % self.LOCK_STRIPES], state
+
+    def run(self, scope: Scope, work: Callable[[ScopeState], T]) -> T:
+        """``work(state)`` with exclusive access to the scope's state."""
+        lock, state = self.checkout(scope)
+        with lock:
             return work(state)
 
     def drop_thread(self, thread_id: str) -> None:
@@ -95,28 +101,19 @@ class MemoryStore:
     def __len__(self) -> int:
         return len(self._states)
 
-    def _checkout(self, key: tuple[str, str]) -> ScopeState:
-        with self._lru_lock:
-            return self._states.get_or_put(key, ScopeState)
-
 
 class _Checkout:
-    """``MemoryStore.scope``'s context manager: the scope's lock stripe held for the block."""
+    """``MemoryStore.scope``'s context manager: a checked-out state, its lock held for the block."""
 
-    __slots__ = ("_key", "_lock", "_store")
+    __slots__ = ("_lock", "_state")
 
-    def __init__(self, store: MemoryStore, key: tuple[str, str], lock: threading.RLock) -> None:
-        self._store = store
-        self._key = key
+    def __init__(self, lock: threading.RLock, state: ScopeState) -> None:
         self._lock = lock
+        self._state = state
 
     def __enter__(self) -> ScopeState:
         self._lock.acquire()
-        try:
-            return self._store._checkout(self._key)
-        except BaseException:
-            self._lock.release()
-            raise
+        return self._state
 
     def __exit__(self, *exc_info: object) -> None:
         self._lock.release()

@@ -31,12 +31,11 @@ exceptions fail the run, and the guard does not change that.
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import inspect
 import os
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -104,6 +103,9 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> None:
         super().__init__()
         reader = _reader_for(read_file) if read_file is not None else None
+        self._binds_runtime = (read_file is not None and _required_positional_count(read_file) == 2) or (
+            list_files is not None and _required_positional_count(list_files) == 1)
+        """A reader or lister reads the tool's runtime (``_tool_runtime``): bind it around the gates."""
         self.guard = Guard(policy, read_file=reader, store=store,
                            workspace=_workspace_for(workspace, list_files, reader))
         limit = self.guard.policy.max_scopes
@@ -228,8 +230,8 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         call, scope = _tool_call(request), self._tool_scope(request)
         refusal = self._stopped_refusal(call, scope)
         if refusal is None:
-            with _bound_tool_runtime(request.runtime):
-                refusal = self._gate_refusal(call, self.guard.on_call(call, scope), scope, request)
+            decision = self._bound(request.runtime, self.guard.on_call, call, scope)
+            refusal = self._gate_refusal(call, decision, scope, request)
         if refusal is not None:
             return refusal
         try:
@@ -237,11 +239,10 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         except GraphBubbleUp:
             raise
         except Exception as err:
-            with _bound_tool_runtime(request.runtime):
-                self.guard.on_result(call, _raised(err), scope)
+            self._bound(request.runtime, self.guard.on_result, call, _raised(err), scope)
             raise
-        with _bound_tool_runtime(request.runtime):
-            decision = self.guard.on_result(call, _tool_result(outcome, call), scope)
+        decision = self._bound(request.runtime, self.guard.on_result, call, _tool_result(outcome, call),
+                               scope)
         return self._delivered(call, outcome, decision, scope, request)
 
     async def awrap_tool_call(self, request: ToolCallRequest,
@@ -249,8 +250,8 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         call, scope = _tool_call(request), self._tool_scope(request)
         refusal = self._stopped_refusal(call, scope)
         if refusal is None:
-            with _bound_tool_runtime(request.runtime):
-                refusal = self._gate_refusal(call, await self.guard.aon_call(call, scope), scope, request)
+            decision = await self._abound(request.runtime, self.guard.aon_call, call, scope)
+            refusal = self._gate_refusal(call, decision, scope, request)
         if refusal is not None:
             return refusal
         try:
@@ -258,12 +259,32 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         except GraphBubbleUp:
             raise
         except Exception as err:
-            with _bound_tool_runtime(request.runtime):
-                await self.guard.aon_result(call, _raised(err), scope)
+            await self._abound(request.runtime, self.guard.aon_result, call, _raised(err), scope)
             raise
-        with _bound_tool_runtime(request.runtime):
-            decision = await self.guard.aon_result(call, _tool_result(outcome, call), scope)
+        decision = await self._abound(request.runtime, self.guard.aon_result, call,
+                                      _tool_result(outcome, call), scope)
         return self._delivered(call, outcome, decision, scope, request)
+
+    def _bound(self, runtime: Any, evaluate: Callable[..., Decision], *args: Any) -> Decision:
+        """``evaluate(*args)``, the tool's runtime visible to a reader or lister that takes it."""
+        if not self._binds_runtime:
+            return evaluate(*args)
+        token = _tool_runtime.set(runtime)
+        try:
+            return evaluate(*args)
+        finally:
+            _tool_runtime.reset(token)
+
+    async def _abound(self, runtime: Any, evaluate: Callable[..., Awaitable[Decision]],
+                      *args: Any) -> Decision:
+        """``_bound`` for a coroutine (``asyncio.to_thread`` copies the bound runtime to its thread)."""
+        if not self._binds_runtime:
+            return await evaluate(*args)
+        token = _tool_runtime.set(runtime)
+        try:
+            return await evaluate(*args)
+        finally:
+            _tool_runtime.reset(token)
 
     def _stopped_refusal(self, call: ToolCall, scope: Scope) -> ToolMessage | None:
         """A call of a run that a stop has ended is not executed."""
@@ -299,10 +320,13 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def _tool_scope(self, request: ToolCallRequest) -> Scope:
         runtime = request.runtime
-        config = getattr(runtime, "config", None)
-        return self.scopes.resolve(getattr(runtime, "context", None),
-                                   getattr(runtime, "execution_info", None),
-                                   _configurable(config), _invocation_control())
+        context = getattr(runtime, "context", None)
+        if type(context) is dict:  # both ids in the context: the scope ``resolve`` would give, cached
+            named = self.scopes.named(context.get("thread_id"), context.get("run_id"))
+            if named is not None:
+                return named
+        return self.scopes.resolve(context, getattr(runtime, "execution_info", None),
+                                   _configurable(getattr(runtime, "config", None)), _invocation_control())
 
     def _pending_stop(self, scope: Scope) -> Decision | None:
         key = scope.key
@@ -315,7 +339,7 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         # No log record: the rule that stopped the run logged it (``policy.loops``, one record per
         # stop, as DeerFlow makes).
         reason = stop_reason(decision)
-        run_id = self.scopes.given_run_id(scope)
+        run_id = scope.run_id if scope.run_id_given else None
         with self._lock:
             self._stops.put(scope.key, decision)
             self._stop_reasons.put(run_id, reason)
@@ -415,16 +439,6 @@ def _annotated(outcome: ToolOutcome, call_id: str, decision: Decision) -> ToolOu
 def _not_run_text(stop: Decision) -> str:
     rule = f" ({stop.rule})" if stop.rule else ""
     return f"[policy] Not executed: this run was stopped{rule}. Give your final answer now."
-
-
-@contextlib.contextmanager
-def _bound_tool_runtime(runtime: Any) -> Iterator[None]:
-    """Make the tool's runtime visible to a ``read_file(runtime, path)`` reader during the gate."""
-    token = _tool_runtime.set(runtime)
-    try:
-        yield
-    finally:
-        _tool_runtime.reset(token)
 
 
 def _workspace_for(workspace: str | os.PathLike[str] | Workspace | None, list_files: ListFiles | None,

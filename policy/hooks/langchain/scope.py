@@ -57,7 +57,6 @@ class RunScopes:
     def __init__(self, limit: int = 1000) -> None:
         self._lock = threading.Lock()
         self._anchors: LruDict[object, str] = LruDict(limit)
-        self._generated: LruDict[str, bool] = LruDict(limit)
         self._entries: LruDict[tuple[str, str], int] = LruDict(limit)
         self._named: LruDict[tuple[str, str], Scope] = LruDict(limit)
 
@@ -69,7 +68,7 @@ class RunScopes:
         run_id = _first_id(_field(context, "run_id"), _field(execution_info, "run_id"),
                            configurable.get("run_id"))
         if run_id is None:
-            run_id = self._anonymous_run(anchor)
+            return Scope(thread_id=thread_id, run_id=self._anonymous_run(anchor), run_id_given=False)
         return Scope(thread_id=thread_id, run_id=run_id)
 
     def named(self, thread_id: Any, run_id: Any) -> Scope | None:
@@ -103,13 +102,6 @@ class RunScopes:
                 self._anchors.pop(anchor)
             return True
 
-    def given_run_id(self, scope: Scope) -> str | None:
-        """The run id the caller gave for this scope; None when the run had none (it was generated)."""
-        run_id = scope.run_id
-        if run_id is None or run_id == UNANCHORED_RUN:
-            return None
-        return None if self._generated.peek(run_id) else run_id  # a peek needs no lock
-
     def anchored_runs(self) -> int:
         """How many generated run ids are currently anchored (for tests and diagnostics)."""
         with self._lock:
@@ -121,8 +113,7 @@ class RunScopes:
         with self._lock:
             return self._anchors.get_or_put(anchor, self._new_run_id)
 
-    def _new_run_id(self) -> str:
-        """An opaque run id, remembered as generated (the caller gave none); called under the lock."""
-        run_id = f"run-{uuid.uuid4().hex}"
-        self._generated.put(run_id, True)
-        return run_id
+    @staticmethod
+    def _new_run_id() -> str:
+        """An opaque run id, for an invocation that named none."""
+        return f"run-{uuid.uuid4().hex}"

@@ -122,20 +122,20 @@ class LoopDetector:
         template = self._templates.get(rule.name) if rule is not None else None
         if decision.hint is not None or template is None or rule is None:
             return decision
-        summary = decision.metadata.get("call")
-        if not isinstance(summary, str):  # decided without it: made now, for the hint and the metadata
-            summary = call_summary(call)
-            decision = decision._replace(metadata={**decision.metadata, "call": summary})
-        hint, facts = self._hint(template, rule, decision.action, call, decision.metadata, summary)
-        return decision._replace(hint=hint, metadata={**decision.metadata, **(facts or {})})
+        metadata = decision.metadata
+        if not isinstance(metadata.get("call"), str):  # decided without it: made now, for hint and metadata
+            metadata = {**metadata, "call": call_summary(call)}
+        hint, facts = self._hint(template, rule, decision.action, call, metadata)
+        return decision._replace(hint=hint, metadata={**metadata, **facts} if facts else metadata)
 
     def _hint(self, template: HintTemplate, rule: RuleRef, action: Action, call: ToolCall,
-              values: Mapping[str, Any], summary: str) -> tuple[str, dict[str, Any] | None]:
+              values: Mapping[str, Any]) -> tuple[str, dict[str, Any] | None]:
         """A loop hint's text and what the decision's metadata adds to say about its render (why it
-        fell back; None when it did not); ``template`` is the rule's (``_templates``: one per rule
-        name, so its program is kept by that name).  Through the template's compiled program
-        with the variables as a plain dict where it can (every warning and stop renders here:
-        the text ``render_checked`` gives, without the mapping ``HintVariables`` builds), else
+        fell back; None when it did not).  ``values`` is the decision's metadata, ``call`` (the
+        call's summary) included; ``template`` is the rule's (``_templates``: one per rule name, so
+        its program is kept by that name).  Through the template's compiled program with the
+        variables as a plain dict where it can (every warning and stop renders here: the text
+        ``render_checked`` gives, without the mapping ``HintVariables`` builds), else
         ``render_checked`` with ``HintVariables``."""
         program = self._programs.get(rule.name)
         if program is None and not template.variables & MADE_ON_READ:
@@ -143,40 +143,33 @@ class LoopDetector:
             if program is not None:
                 self._programs[rule.name] = program
         if program is not None:
-            # ``HintVariables`` with ``call`` set to ``summary``, as one plain dict: the same value
-            # for every name the program reads (a name it lacks fails the program, and
-            # ``render_checked`` renders below).
-            variables = common_variables(self.policy.name, rule, action, call)
-            variables.update(values)
-            variables["call"] = summary
-            text = program(variables)
+            # ``HintVariables`` as one plain dict: the same value for every name the program reads
+            # (a name it lacks fails the program, and ``render_checked`` renders below).
+            text = program(common_variables(self.policy.name, rule, action, call, values))
             if text is not None:
                 return text.strip("\n"), None
-        variables = HintVariables(self.policy.name, rule, action, call, values)
-        variables["call"] = summary
-        checked = template.render_checked(variables)
+        checked = template.render_checked(HintVariables(self.policy.name, rule, action, call, values))
         return checked.text, None if checked.fallback is None else checked.facts()
 
     def _decide(self, finding: Finding, *, render: bool = True) -> Decision:
-        """Mark, log and (unless ``render`` is False and it has a template) render the selected finding."""
+        """Mark, log and (unless ``render`` is False and it has a template) render the selected
+        finding.  Its facts, completed with ``layer`` (and ``call`` once rendered), become the
+        decision's metadata."""
         if finding.mark is not None:
             finding.mark()
+        call, rule, action, metadata = finding.call, finding.ref, finding.action, finding.facts
         # The call's arguments stay out of the log (they may hold secrets).
-        log.info("loop %s %s on call %s: %s, count %s", finding.ref.name, finding.action, finding.call.id,
-                 finding.call.name, finding.facts.get("count"))
-        if finding.hint is not None and not render:  # the call's summary is made with the hint
-            metadata: dict[str, Any] = {"layer": finding.kind, **finding.facts, **finding.metadata}
-            return Decision(action=finding.action, rule=finding.ref, call_id=finding.call.id,
-                            metadata=metadata)
-        summary = finding.summary or call_summary(finding.call)  # ``call_text()``, without its call
-        if finding.hint is None:
-            hint, facts = f"[policy] loop {finding.ref.name} {finding.action}: {finding}.", None
+        log.info("loop %s %s on call %s: %s, count %s", rule.name, action, call.id, call.name,
+                 metadata.get("count"))
+        metadata["layer"] = finding.kind
+        template = finding.hint
+        if template is not None and not render:  # the call's summary is made with the hint
+            return Decision(action, rule, None, call.id, metadata=metadata)
+        metadata["call"] = finding.summary or call_summary(call)  # ``call_text()``, without its call
+        if template is None:
+            hint = f"[policy] loop {rule.name} {action}: {finding}."
         else:
-            hint, facts = self._hint(finding.hint, finding.ref, finding.action, finding.call, finding.facts,
-                                     summary)
-        metadata = {"layer": finding.kind, "call": summary, **finding.facts, **finding.metadata}
-        if facts is not None:  # only a fallback has facts to add
-            metadata.update(facts)
-        return Decision(action=finding.action, rule=finding.ref, hint=hint, call_id=finding.call.id,
-                        metadata=metadata)
-
+            hint, facts = self._hint(template, rule, action, call, metadata)
+            if facts is not None:  # only a fallback has facts to add
+                metadata.update(facts)
+        return Decision(action, rule, hint, call.id, metadata=metadata)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from policy.model.decision import Action, RuleRef
@@ -27,13 +27,13 @@ class Finding:
     call: ToolCall
     """The call the decision concerns."""
     facts: dict[str, Any]
-    """The kind's hint variables (counts, thresholds, what repeated); also the decision's metadata."""
+    """The kind's hint variables (counts, thresholds, what repeated) and any other facts the layer
+    adds: a fresh dict per finding, which the detector completes into the decision's metadata
+    (a hint sees it all)."""
     describe: Callable[[Finding], str]
     """One plain line: the hint when the rule has no template."""
     mark: Callable[[], None] | None = None
     """Suppress this warning from repeating; called only when this finding is the one selected."""
-    metadata: dict[str, Any] = field(default_factory=dict)
-    """Facts for the decision's metadata beyond the hint variables."""
     summary: str | None = None
     """``call_summary(call)``, once made (``call_text``)."""
 

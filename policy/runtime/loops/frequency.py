@@ -115,9 +115,8 @@ class FrequencyLayer(Layer[FrequencyState]):
                 state.warned = state.warned.replace(slot, "")
 
     def _finding(self, action: Action, call: ToolCall, count: int, warn: int, stop: int) -> Finding:
-        facts = {"count": count, "warn": warn, "stop": stop, "window": self.window}
-        return Finding("frequency", action, self.rule.ref, self.rule.hint, call, facts, _describe,
-                       metadata={"tool": call.name})
+        facts = {"count": count, "warn": warn, "stop": stop, "window": self.window, "tool": call.name}
+        return Finding("frequency", action, self.rule.ref, self.rule.hint, call, facts, _describe)
 
 
 def _slot(state: FrequencyState, tool: str) -> str:

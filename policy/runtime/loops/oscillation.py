@@ -99,9 +99,9 @@ class OscillationLayer(Layer[OscillationState]):
             "period": period,
             "repeats": rule.repeats,
             "cycle": state.calls[-period:],
+            "no_progress": rule.no_progress,
         }
-        finding = Finding("oscillation", rule.action, rule.ref, rule.hint, call, facts, _describe,
-                          metadata={"no_progress": rule.no_progress})
+        finding = Finding("oscillation", rule.action, rule.ref, rule.hint, call, facts, _describe)
         finding.mark = lambda: setattr(state, "warned", cycle)
         return finding
 
@@ -144,7 +144,7 @@ def _canonical_cycle(cycle: bytes) -> bytes:
 
 def _describe(finding: Finding) -> str:
     facts = finding.facts
-    same = " with the same results" if finding.metadata["no_progress"] else ""
+    same = " with the same results" if facts["no_progress"] else ""
     return (
         f"the same {facts['period']} calls keep alternating{same}, {facts['count']} times over: "
         + " → ".join(facts["cycle"])

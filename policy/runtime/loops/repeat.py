@@ -209,9 +209,10 @@ class RepeatLayer(Layer[RepeatState]):
             "window": rule.window,
             "same_result": same and known >= 2,
             "result_excerpt": state.excerpts[offset // DIGEST] if offset >= 0 else "",
+            "until_progress": rule.until_progress,
+            "batch_size": len(calls),
         }
-        metadata = {"until_progress": rule.until_progress, "batch_size": len(calls)}
-        return Finding("repeat", action, rule.ref, rule.hint, calls[0], facts, _describe, metadata=metadata)
+        return Finding("repeat", action, rule.ref, rule.hint, calls[0], facts, _describe)
 
 
 def _describe(finding: Finding) -> str:

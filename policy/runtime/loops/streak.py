@@ -87,9 +87,9 @@ class ErrorStreakLayer(Layer[StreakState]):
             "signature": error_key.signature,
             "captures": error_key.named(),
             "excerpt": tail_excerpt(result.content),
+            "same": "captures" if rule.same_captures else "signature",
         }
-        return Finding("error_streak", action, rule.ref, rule.hint, call, facts, _describe,
-                       metadata={"same": "captures" if rule.same_captures else "signature"})
+        return Finding("error_streak", action, rule.ref, rule.hint, call, facts, _describe)
 
 
 def _describe(finding: Finding) -> str:
