@@ -17,7 +17,9 @@ made through ``functools.reduce``, a C function the workload calls nowhere
 else, so callgrind's ``--toggle-collect`` counts exactly those calls (with
 the two-line function ``reduce`` applies, the same on both sides).  The
 two sides of a path run at once; each process takes minutes (the imports
-run under valgrind too).
+run under valgrind too).  Automatic garbage collection is off in the measured
+process: over a few measured calls, whether one of them pays for a collection
+(some 400,000 instructions) depends only on where the allocation count stands.
 
 Reported per path: per call, instructions and last-level misses for each
 side, and the ratios ours / DeerFlow's.  The first two scopes are not
@@ -28,6 +30,7 @@ at most 1.0; the exit status says whether the misses meet it.
 from __future__ import annotations
 
 import argparse
+import gc
 import re
 import shutil
 import subprocess
@@ -59,6 +62,7 @@ def run_side(side: str, path: str, scopes: int) -> int:
 
     workload.production_logging()
     workload.EVICT_BYTES = EVICT_BYTES
+    gc.disable()  # a collection would land on one measured call or another by the allocations' phase
     middleware: Any = (workload.DeerFlowLoopDetection() if side == "deerflow"
                        else HarnessGuardMiddleware("builtin:deerflow"))
     measured = 0

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 
 import pytest
 
@@ -106,7 +105,7 @@ def test_100000_scopes_through_an_lru_of_1000_stay_bounded() -> None:
         assert state.repeat.turns == 0
 
 
-@contextlib.contextmanager
+@contextmanager
 def _checked_out(store: MemoryStore, scope: Scope) -> Iterator[ScopeState]:
     """``store.scope(scope)`` as the guard's model turn takes it: ``checkout``, then its lock."""
     lock, state = store.checkout(scope)
