@@ -102,12 +102,13 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         list_files: ListFiles | None = None,
     ) -> None:
         super().__init__()
-        reader = _reader_for(read_file) if read_file is not None else None
-        self._binds_runtime = (read_file is not None and _required_positional_count(read_file) == 2) or (
-            list_files is not None and _required_positional_count(list_files) == 1)
+        reader_takes_runtime = read_file is not None and _required_positional_count(read_file) == 2
+        lister_takes_runtime = list_files is not None and _required_positional_count(list_files) == 1
+        self._binds_runtime = reader_takes_runtime or lister_takes_runtime
         """A reader or lister reads the tool's runtime (``_tool_runtime``): bind it around the gates."""
+        reader = _reader_for(read_file, reader_takes_runtime) if read_file is not None else None
         self.guard = Guard(policy, read_file=reader, store=store,
-                           workspace=_workspace_for(workspace, list_files, reader))
+                           workspace=_workspace_for(workspace, list_files, lister_takes_runtime, reader))
         limit = self.guard.policy.max_scopes
         self.scopes = RunScopes(limit)
         self._lock = threading.Lock()
@@ -312,19 +313,17 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def _node_scope(self, runtime: Runtime[Any]) -> Scope:
         context = runtime.context
-        if type(context) is dict:  # DeerFlow's shape: both ids in the context (the common case, made cheap)
-            named = self.scopes.named(context.get("thread_id"), context.get("run_id"))
-            if named is not None:
-                return named
+        named = self.scopes.named(context)  # DeerFlow's shape, the common case: no config to read
+        if named is not None:
+            return named
         return self.scopes.resolve(context, runtime.execution_info, _configurable(None), runtime.control)
 
     def _tool_scope(self, request: ToolCallRequest) -> Scope:
         runtime = request.runtime
         context = getattr(runtime, "context", None)
-        if type(context) is dict:  # both ids in the context: the scope ``resolve`` would give, cached
-            named = self.scopes.named(context.get("thread_id"), context.get("run_id"))
-            if named is not None:
-                return named
+        named = self.scopes.named(context)
+        if named is not None:
+            return named
         return self.scopes.resolve(context, getattr(runtime, "execution_info", None),
                                    _configurable(getattr(runtime, "config", None)), _invocation_control())
 
@@ -442,14 +441,15 @@ def _not_run_text(stop: Decision) -> str:
 
 
 def _workspace_for(workspace: str | os.PathLike[str] | Workspace | None, list_files: ListFiles | None,
-                   reader: Callable[[str], str | None] | None) -> str | os.PathLike[str] | Workspace | None:
-    """The guard's workspace: a local folder, or, with a lister, a folder of a remote sandbox."""
+                   takes_runtime: bool, reader: Callable[[str], str | None] | None,
+                   ) -> str | os.PathLike[str] | Workspace | None:
+    """The guard's workspace: a local folder, or, with a lister, a folder of a remote sandbox
+    (``takes_runtime``: the lister is ``list_files(runtime)``)."""
     if list_files is None:
         return workspace
     if not isinstance(workspace, str | os.PathLike):
         raise TypeError("list_files= needs workspace= to name the sandbox folder it lists")
     lister = list_files
-    takes_runtime = _required_positional_count(lister) == 1
 
     def listed() -> Iterable[Sequence[Any]]:
         if takes_runtime:
@@ -459,10 +459,10 @@ def _workspace_for(workspace: str | os.PathLike[str] | Workspace | None, list_fi
     return ListedWorkspace(listed, reader or read_local_file, root=os.fspath(workspace))
 
 
-def _reader_for(read_file: ReadFile) -> Callable[[str], str | None]:
+def _reader_for(read_file: ReadFile, takes_runtime: bool) -> Callable[[str], str | None]:
     """Adapt a user's reader to the guard's ``read_file(path)``: pass the tool runtime when it
-    takes one, and read ``FileNotFoundError`` as a missing file."""
-    takes_runtime = _required_positional_count(read_file) == 2
+    takes one (``takes_runtime``: it is ``read_file(runtime, path)``), and read
+    ``FileNotFoundError`` as a missing file."""
 
     def read(path: str) -> str | None:
         try:

@@ -71,9 +71,13 @@ class RunScopes:
             return Scope(thread_id=thread_id, run_id=self._anonymous_run(anchor), run_id_given=False)
         return Scope(thread_id=thread_id, run_id=run_id)
 
-    def named(self, thread_id: Any, run_id: Any) -> Scope | None:
-        """The scope of a context that names both ids as non-empty strings (one object per pair,
-        the most recent ``limit`` kept); None otherwise."""
+    def named(self, context: Any) -> Scope | None:
+        """The scope of a context that is a dict naming both ids as non-empty strings (DeerFlow's
+        shape: the scope ``resolve`` gives it, one object per pair, the most recent ``limit``
+        kept); None otherwise."""
+        if type(context) is not dict:
+            return None
+        thread_id, run_id = context.get("thread_id"), context.get("run_id")
         if type(thread_id) is not str or type(run_id) is not str or not thread_id or not run_id:
             return None
         key = (thread_id, run_id)
