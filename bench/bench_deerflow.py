@@ -1,7 +1,7 @@
 """HarnessGuardMiddleware.after_model against DeerFlow's own LoopDetectionMiddleware.after_model.
 
     .venv/bin/python bench/bench_deerflow.py [--rounds 5] [--turns 4000] [--no-logging]
-                                             [--warm-caches | --evict-mb 8]
+                                             [--warm-caches | --evict-mb 8] [--per-turn]
 
 The baseline, ``DeerFlowLoopDetection`` below, restates DeerFlow's middleware on
 the paths this bench runs (bytedance/deer-flow at ``f1f4af99``, 2026-08-22,
@@ -61,6 +61,8 @@ Paths: allow (nothing fires), warn (the 3rd identical call), stop (the 5th).
 Each round interleaves the two implementations scope by scope and takes the
 median time per path; the ratio per round is ours / DeerFlow's.  Reported: the
 median ratio over the rounds and its range.  Target: every path <= 1.0.
+``--per-turn`` adds each turn of a scope, and what a warn or stop turn costs over
+an allow turn: the decision's own work, on either side.
 """
 
 from __future__ import annotations
@@ -90,6 +92,7 @@ TARGET = 1.0
 SCOPE_TURNS = 25
 PATHS = {22: "warn", 24: "stop"}
 """Turn index within a scope -> its path (the rest allow)."""
+SIDES = ("policyctl", "deerflow")
 
 # --- the baseline: DeerFlow's after_model, restated -------------------------------------------
 
@@ -473,16 +476,17 @@ class _Request:
 
 
 def run_scope(impl: str, middleware: Any, scope: int, states: list[tuple[dict[str, Any], str]],
-              times: dict[str, list[int]]) -> None:
+              times: list[list[int]]) -> None:
+    """One run scope through ``middleware``; ``times[k]`` gets the k-th turn's ``after_model``."""
     runtime: Runtime[Any] = Runtime(context={"thread_id": "thread", "run_id": f"{impl}-{scope}"})
     request = _Request(runtime)
     clock = time.perf_counter_ns
     middleware.before_agent({"messages": []}, runtime)
     conversation: list[dict[str, Any]] = [{"role": "user", "content": "Fix the failing tests."}]
-    for state, path in states:
+    for turn, (state, _path) in enumerate(states):
         start = clock()
         update = middleware.after_model(state, runtime)
-        times[path].append(clock() - start)
+        times[turn].append(clock() - start)
         if impl == "policyctl" and update is None:
             call = state["messages"][-1].tool_calls[0]
             tool_runtime: ToolRuntime[Any, Any] = ToolRuntime(
@@ -517,6 +521,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--turns", type=int, default=4000)
     parser.add_argument("--no-logging", action="store_true", help="no log records on either side")
+    parser.add_argument("--per-turn", action="store_true",
+                        help="also each turn of a scope: both sides' medians, and what a warn or stop adds")
     eviction = parser.add_mutually_exclusive_group()
     eviction.add_argument("--warm-caches", action="store_true",
                           help="nothing evicts the core's caches between turns (see rest_of_the_turn)")
@@ -533,17 +539,23 @@ def main() -> int:
     workload = [scope_states(scope) for scope in range(scopes)]
     ratios: dict[str, list[float]] = {path: [] for path in ("allow", "warn", "stop")}
     medians: dict[tuple[str, str], list[float]] = {}
+    turn_medians: dict[str, list[list[float]]] = {impl: [[] for _ in range(SCOPE_TURNS)] for impl in SIDES}
     for round_number in range(options.rounds):
         implementations: dict[str, Any] = {"policyctl": HarnessGuardMiddleware("builtin:deerflow"),
                                            "deerflow": DeerFlowLoopDetection()}
-        times: dict[str, dict[str, list[int]]] = {impl: {p: [] for p in ratios} for impl in implementations}
+        times: dict[str, list[list[int]]] = {impl: [[] for _ in range(SCOPE_TURNS)] for impl in SIDES}
         gc.collect()
         for scope, states in enumerate(workload):
             order = list(implementations.items())
             for impl, middleware in order if scope % 2 else reversed(order):
                 run_scope(impl, middleware, round_number * scopes + scope, states, times[impl])
+        for impl in SIDES:
+            for turn, samples in enumerate(times[impl]):
+                turn_medians[impl][turn].append(statistics.median(samples) / 1000)
         for path in ratios:
-            ours, theirs = (statistics.median(times[impl][path]) / 1000 for impl in ("policyctl", "deerflow"))
+            ours, theirs = (statistics.median(sample for turn, samples in enumerate(times[impl])
+                                              if PATHS.get(turn, "allow") == path
+                                              for sample in samples) / 1000 for impl in SIDES)
             medians.setdefault((path, "policyctl"), []).append(ours)
             medians.setdefault((path, "deerflow"), []).append(theirs)
             ratios[path].append(ours / theirs)
@@ -564,7 +576,23 @@ def main() -> int:
               f"{ratio:>6.2f} "
               f"{min(values):>6.2f}-{max(values):.2f}{'' if ratio <= TARGET else '  over'}")
     print(f"target: every path <= {TARGET}; worst {worst:.2f}")
+    if options.per_turn:
+        print_turns(turn_medians)
     return 0 if worst <= TARGET else 1
+
+
+def print_turns(turn_medians: dict[str, list[list[float]]]) -> None:
+    """Per turn of a scope: each side's median (median over the rounds), the ratio, and the turn's
+    cost over the scope's allow turns: what a warn or stop adds to the turn it happens on."""
+    typical = {impl: statistics.median(statistics.median(rounds) for turn, rounds in enumerate(turns)
+                                       if turn not in PATHS) for impl, turns in turn_medians.items()}
+    print(f"\nper turn (median of the round medians, microseconds); over allow: minus the median allow turn "
+          f"({typical['policyctl']:.1f} and {typical['deerflow']:.1f})")
+    print(f"{'turn':>4} {'path':<6} {'policyctl':>9} {'deerflow':>9} {'ratio':>6} {'over allow':>20}")
+    for turn in range(SCOPE_TURNS):
+        ours, theirs = (statistics.median(turn_medians[impl][turn]) for impl in SIDES)
+        print(f"{turn:>4} {PATHS.get(turn, 'allow'):<6} {ours:>9.1f} {theirs:>9.1f} {ours / theirs:>6.2f} "
+              f"{ours - typical['policyctl']:>9.1f} {theirs - typical['deerflow']:>9.1f}")
 
 
 if __name__ == "__main__":

@@ -82,7 +82,7 @@ def run_side(side: str, scopes: int) -> dict[str, list[Lines]]:
     for scope in range(scopes):
         states = workload.scope_states(scope)
         middleware.calls.clear()
-        workload.run_scope(side, middleware, scope, states, {path: [] for path in PATHS})
+        workload.run_scope(side, middleware, scope, states, [[] for _ in states])
         if scope >= WARM_SCOPES:
             for turn, ((_, path), lines) in enumerate(zip(states, middleware.calls, strict=True)):
                 if turn > 0:
