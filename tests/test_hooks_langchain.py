@@ -6,6 +6,7 @@ import asyncio
 import subprocess
 import sys
 import threading
+import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import SimpleNamespace
@@ -809,6 +810,27 @@ def test_consume_stop_reason_none_answers_for_a_run_whose_context_has_no_run_id(
 
     assert guard.consume_stop_reason(None) == "loop_capped"
     assert guard.consume_stop_reason(None) is None
+
+
+@sync_and_async
+@pytest.mark.parametrize("config", [{"run_id": uuid.UUID(int=7)}, {"configurable": {"run_id": "server-run"}}],
+                         ids=["config-run-id", "configurable-run-id"])
+def test_a_context_run_id_of_none_wins_over_a_run_id_in_the_config(
+        workspace: Workspace, asynchronous: bool, config: RunnableConfig) -> None:
+    """DeerFlow keys a run by the presence of ``run_id`` in the context: ``None`` there is the run's
+    answer even when the config names a run (LangChain's ``run_id``, LangGraph Server's
+    ``configurable.run_id``), so its stop is ``consume_stop_reason(None)``'s."""
+    guard = HarnessGuardMiddleware("builtin:deerflow")
+    agent = create_agent(model(*repeated("echo same", 5), answer("never")), tools=workspace.tools(),
+                         middleware=[guard])
+    context: dict[str, Any] = {"thread_id": "t", "run_id": None}
+
+    invoke(agent, {"messages": [HumanMessage("go")]}, asynchronous, context=context, config=config)
+
+    assert context["stop_reason"] == "loop_capped"
+    assert guard.consume_stop_reason(None) == "loop_capped"
+    assert guard.consume_stop_reason("server-run") is None
+    assert guard.scopes.anchored_runs() == 0
 
 
 @sync_and_async
