@@ -138,6 +138,11 @@ class _BrokenStore:
         raise ConnectionError("store unreachable")
         yield ScopeState()  # pragma: no cover
 
+    @contextmanager
+    def existing(self, scope: Scope) -> Iterator[ScopeState | None]:
+        raise ConnectionError("store unreachable")
+        yield None  # pragma: no cover
+
     def drop_thread(self, thread_id: str) -> None:
         raise ConnectionError("store unreachable")
 

@@ -6,6 +6,7 @@ import asyncio
 import subprocess
 import sys
 import threading
+import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import SimpleNamespace
@@ -580,6 +581,27 @@ def test_after_agent_clears_its_pending_warnings_but_not_its_loop_history() -> N
     assert update is not None and update["messages"][0].tool_calls == []  # history kept: the 5th stops
 
 
+def test_runs_that_never_call_a_tool_take_no_place_among_the_scopes() -> None:
+    """DeerFlow tracks a scope from its first tool call: a chat-only run's model request and end
+    create no state, so a burst of them evicts no live run's history (``max_scopes``: 100)."""
+    guard = HarnessGuardMiddleware("builtin:deerflow")
+    mine = _runtime("mine")
+    for _ in range(4):
+        tool_call = call("bash", command="echo same")
+        assert guard.after_model(_state(turn(tool_call)), mine) is None
+        guard.wrap_tool_call(_request(tool_call, mine), _ok)
+    for number in range(guard.guard.policy.max_scopes):
+        chat = _runtime(f"chat-{number}")
+        request: Any = SimpleNamespace(runtime=chat, messages=[])
+        guard.before_agent(_state(), chat)
+        guard.wrap_model_call(request, lambda request: answer())
+        guard.after_agent(_state(), chat)
+
+    assert len(guard.guard.store) == 1
+    update = guard.after_model(_state(turn(call("bash", command="echo same"))), mine)
+    assert update is not None and update["messages"][0].tool_calls == []  # the fifth still stops
+
+
 def test_a_stop_decided_on_a_result_refuses_the_rest_and_ends_the_next_turn(tmp_path: Path) -> None:
     policy = tmp_path / "strict.policy"
     policy.write_text('extends "builtin:default"\nloop error_streak { warn 2; stop 3 }\n')
@@ -812,6 +834,27 @@ def test_consume_stop_reason_none_answers_for_a_run_whose_context_has_no_run_id(
 
 
 @sync_and_async
+@pytest.mark.parametrize("config", [{"run_id": uuid.UUID(int=7)}, {"configurable": {"run_id": "server-run"}}],
+                         ids=["config-run-id", "configurable-run-id"])
+def test_a_context_run_id_of_none_wins_over_a_run_id_in_the_config(
+        workspace: Workspace, asynchronous: bool, config: RunnableConfig) -> None:
+    """DeerFlow keys a run by the presence of ``run_id`` in the context: ``None`` there is the run's
+    answer even when the config names a run (LangChain's ``run_id``, LangGraph Server's
+    ``configurable.run_id``), so its stop is ``consume_stop_reason(None)``'s."""
+    guard = HarnessGuardMiddleware("builtin:deerflow")
+    agent = create_agent(model(*repeated("echo same", 5), answer("never")), tools=workspace.tools(),
+                         middleware=[guard])
+    context: dict[str, Any] = {"thread_id": "t", "run_id": None}
+
+    invoke(agent, {"messages": [HumanMessage("go")]}, asynchronous, context=context, config=config)
+
+    assert context["stop_reason"] == "loop_capped"
+    assert guard.consume_stop_reason(None) == "loop_capped"
+    assert guard.consume_stop_reason("server-run") is None
+    assert guard.scopes.anchored_runs() == 0
+
+
+@sync_and_async
 def test_a_missing_run_id_is_a_fresh_run_for_each_invocation(
         workspace: Workspace, asynchronous: bool) -> None:
     guard = HarnessGuardMiddleware("builtin:deerflow")
@@ -826,8 +869,10 @@ def test_a_missing_run_id_is_a_fresh_run_for_each_invocation(
 
 
 @sync_and_async
+@pytest.mark.parametrize("no_thread", [None, ""], ids=["none", "empty"])
 def test_reset_without_a_thread_forgets_every_thread_and_every_stop(
-        workspace: Workspace, asynchronous: bool) -> None:
+        workspace: Workspace, asynchronous: bool, no_thread: str | None) -> None:
+    """``reset()``, and ``reset("")`` as DeerFlow's ``reset`` reads a falsy thread id."""
     guard = HarnessGuardMiddleware("builtin:deerflow")
     for thread in ("t1", "t2"):
         agent = create_agent(model(*repeated("echo same", 5), answer()), tools=workspace.tools(),
@@ -836,7 +881,7 @@ def test_reset_without_a_thread_forgets_every_thread_and_every_stop(
                context={"thread_id": thread, "run_id": "r"})
     assert len(guard.guard.store) == 2
 
-    guard.reset()
+    guard.reset(no_thread)
 
     assert len(guard.guard.store) == 0
     assert guard.consume_stop_reason("r") is None

@@ -79,8 +79,12 @@ def test_read_ranges_share_a_key_within_a_200_line_bucket(policy: CompiledPolicy
     assert read("top", 10) != read(1, 10)  # not a number: kept as written
 
 
-def test_read_without_a_range_is_the_path_alone(policy: CompiledPolicy) -> None:
-    assert key(policy, "read_file", {"path": "a.py"}) == 'read_file {"path":"a.py"}'
+def test_read_without_a_range_reads_from_line_one(policy: CompiledPolicy) -> None:
+    """DeerFlow's rule: a read that names no line is the read of the file's first bucket."""
+    whole = key(policy, "read_file", {"path": "a.py"})
+    assert whole == 'read_file {"end_line":0,"path":"a.py","start_line":0}'
+    assert whole == key(policy, "read_file", {"path": "a.py", "start_line": 1, "end_line": 50})
+    assert whole != key(policy, "read_file", {"path": "a.py", "start_line": 201})
 
 
 def test_a_read_with_a_line_count_is_bucketed_by_its_last_line(policy: CompiledPolicy) -> None:

@@ -74,6 +74,23 @@ def test_a_pending_decision_comes_back_whole(make_store: Callable[[], Store]) ->
     assert entry["changes_file"] is True
 
 
+def test_existing_gives_a_scope_with_state_and_creates_none(make_store: Callable[[], Store]) -> None:
+    store = make_store()
+    with store.existing(Scope("t1", "r1")) as state:
+        assert state is None
+    assert len(store) == 0
+    with store.scope(Scope("t1", "r1")) as state:
+        state.queued.append({"action": "warn"})
+    with make_store().existing(Scope("t1", "r1")) as state:
+        assert state is not None and state.queued == [{"action": "warn"}]
+        state.queued.clear()
+    with make_store().existing(Scope("t1", "r1")) as state:  # changes are saved as scope() saves them
+        assert state is not None and state.queued == []
+    with store.existing(Scope("t1", "r2")) as state:  # another run of a thread that has state
+        assert state is None
+    assert len(store) == 1
+
+
 def test_dropping_a_thread_forgets_its_runs_and_only_them(make_store: Callable[[], Store]) -> None:
     store = make_store()
     for scope in (Scope("t1", "r1"), Scope("t1", "r2"), Scope("t2", "r1")):

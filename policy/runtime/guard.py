@@ -141,8 +141,8 @@ class Guard:
         """The warnings queued for the scope's next model request, rendered, one per distinct
         text; the queue is emptied (``deliver_warnings next_request``; empty with ``tool_message``)."""
         try:
-            with self.store.scope(scope) as state:
-                if not state.queued:
+            with self.store.existing(scope) as state:  # a run that counted no call has nothing queued
+                if state is None or not state.queued:
                     return []
                 queued, state.queued = state.queued, []
             decisions: dict[str, Decision] = {}
@@ -157,9 +157,10 @@ class Guard:
     def clear_pending(self, scope: Scope) -> None:
         """Drop this scope's undelivered warnings (never its loop history, never another scope's)."""
         try:
-            with self.store.scope(scope) as state:
-                state.pending.clear()
-                state.queued.clear()
+            with self.store.existing(scope) as state:
+                if state is not None:
+                    state.pending.clear()
+                    state.queued.clear()
         except Exception:  # a store fault must not break the agent's shutdown path
             log.exception("policy %s: could not clear pending warnings of %s", self.policy.name, scope.key)
 

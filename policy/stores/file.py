@@ -114,18 +114,17 @@ class FileStore:
         """Exclusive access to one scope's state; changes are saved when the block ends normally."""
         path = self.path_for(scope.thread_id)
         created = not path.exists()
-        run_id = str(scope.run_id)
-        with self._locked(path, create=True) as fd:
-            assert fd is not None
-            runs, problem = self._read(fd, path)
-            state = _parse_state(runs.pop(run_id, None), path)
-            if problem is not None and state.restarted is None:
-                state.restarted = problem
+        with self._run_state(path, str(scope.run_id), create=True) as state:
+            assert state is not None
             yield state
-            runs[run_id] = self._fitted_state(state)
-            self._write(path, self._fitted(runs, run_id, state))
         if created:
             self.sweep()
+
+    @contextlib.contextmanager
+    def existing(self, scope: Scope) -> Iterator[ScopeState | None]:
+        """``scope()`` for a run that has state; None for one that has none (nothing is written)."""
+        with self._run_state(self.path_for(scope.thread_id), str(scope.run_id), create=False) as state:
+            yield state
 
     def snapshots(self) -> FolderSnapshots:
         """The workspace snapshots the runs' states name, in ``snapshots/`` beside the session files."""
@@ -181,6 +180,24 @@ class FileStore:
                     temporary.unlink()
 
     # --- implementation ---------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _run_state(self, path: Path, run_id: str, *, create: bool) -> Iterator[ScopeState | None]:
+        """One run's state in the session file ``path``, locked, and saved when the block ends
+        normally; without ``create``, None (and nothing written) when the file or the run has none."""
+        with self._locked(path, create=create) as fd:
+            runs, problem = self._read(fd, path) if fd is not None else ({}, None)
+            stored = runs.pop(run_id, None)
+            if stored is None and not create:
+                yield None
+                return
+            assert fd is not None
+            state = _parse_state(stored, path)
+            if problem is not None and state.restarted is None:
+                state.restarted = problem
+            yield state
+            runs[run_id] = self._fitted_state(state)
+            self._write(path, self._fitted(runs, run_id, state))
 
     @contextlib.contextmanager
     def _locked(self, path: Path, *, create: bool) -> Iterator[int | None]:

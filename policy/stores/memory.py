@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from typing import Protocol, TypeVar
 
 from policy.model.events import Scope
@@ -32,6 +32,11 @@ class Store(Protocol):
         A block that raises may keep or lose the changes it made before raising: the contract
         leaves it open (memory keeps them; file and Redis discard them).
         """
+        ...
+
+    def existing(self, scope: Scope) -> AbstractContextManager[ScopeState | None]:
+        """``scope()`` for a scope that has state; None for one that has none, and then nothing is
+        created or saved (so a run that never counted a call takes no place among the scopes)."""
         ...
 
     def drop_thread(self, thread_id: str) -> None:
@@ -83,6 +88,16 @@ class MemoryStore:
             else:
                 states.touch(key)
         return self._scope_locks[hash(key) % self.LOCK_STRIPES], state
+
+    def existing(self, scope: Scope) -> AbstractContextManager[ScopeState | None]:
+        """The scope's state as ``scope()`` gives it, without making it the most recent; None
+        when it has none."""
+        key = scope.key
+        with self._lru_lock:
+            state = self._states.peek(key)
+        if state is None:
+            return nullcontext(None)
+        return _Checkout(self._scope_locks[hash(key) % self.LOCK_STRIPES], state)
 
     def run(self, scope: Scope, work: Callable[[ScopeState], T]) -> T:
         """``work(state)`` with exclusive access to the scope's state."""

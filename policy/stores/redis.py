@@ -156,8 +156,26 @@ class RedisStore:
     @contextmanager
     def scope(self, scope: Scope) -> Iterator[ScopeState]:
         """Exclusive access to the scope's state across every worker; saved when the block ends normally."""
+        with self._run_state(scope, create=True) as state:
+            assert state is not None
+            yield state
+
+    @contextmanager
+    def existing(self, scope: Scope) -> Iterator[ScopeState | None]:
+        """``scope()`` for a scope that has state; None for one that has none (nothing is locked or
+        written)."""
+        with self._run_state(scope, create=False) as state:
+            yield state
+
+    @contextmanager
+    def _run_state(self, scope: Scope, *, create: bool) -> Iterator[ScopeState | None]:
+        """The scope's state, locked across workers and saved when the block ends normally;
+        without ``create``, None when the server holds none."""
         with self._connection():
             key = self.state_key(scope)
+            if not create and not self.client.exists(key):
+                yield None
+                return
             lock = f"{key}:lock"
             token = self._acquire(lock)
             try:

@@ -134,7 +134,9 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def reset(self, thread_id: str | None = None) -> None:
         """Forget every run scope of a thread: loop histories, pending warnings, stops; with no
-        thread, of every thread, and every stop reason not yet consumed."""
+        thread (None or ``""``, as DeerFlow's ``reset`` reads it), of every thread, and every stop
+        reason not yet consumed."""
+        thread_id = thread_id or None
         self.guard.reset(thread_id)
         with self._lock:
             if thread_id is None:

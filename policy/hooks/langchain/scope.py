@@ -2,9 +2,13 @@
 
 The ids come from the run's context (``runtime.context``, a dict or an object
 with ``thread_id``/``run_id``), else from LangGraph's ``execution_info``, else
-from the config's ``configurable``.  One run id spans every graph entry of a
-run (a caller that re-enters the graph for the same run passes the same id),
-and a new run id starts a fresh loop budget.
+from the config's ``configurable``.  A context dict that holds ``run_id`` answers
+for the run whatever the value, as DeerFlow keys a run by the key's presence:
+``run_id: None`` (DeerFlow's subagent executor for an embedded client's
+subagent) is a run without an id, even inside a run whose config names one,
+and its stop reason is ``consume_stop_reason(None)``'s.  One run id spans every
+graph entry of a run (a caller that re-enters the graph for the same run
+passes the same id), and a new run id starts a fresh loop budget.
 
 A run without an id gets an opaque generated one, the same for every node of
 one agent invocation and new for the next.  LangGraph builds a new
@@ -65,8 +69,11 @@ class RunScopes:
         """The scope of a node or tool call; ``anchor`` is the invocation's shared ``RunControl``."""
         thread_id = _first_id(_field(context, "thread_id"), _field(execution_info, "thread_id"),
                               configurable.get("thread_id")) or DEFAULT_THREAD
-        run_id = _first_id(_field(context, "run_id"), _field(execution_info, "run_id"),
-                           configurable.get("run_id"))
+        if isinstance(context, Mapping) and "run_id" in context:  # the caller's own answer, None included
+            run_id = _first_id(context["run_id"])
+        else:
+            run_id = _first_id(_field(context, "run_id"), _field(execution_info, "run_id"),
+                               configurable.get("run_id"))
         if run_id is None:
             return Scope(thread_id=thread_id, run_id=self._anonymous_run(anchor), run_id_given=False)
         return Scope(thread_id=thread_id, run_id=run_id)

@@ -137,13 +137,12 @@ def _with_line_buckets(
     """``selected`` with the read's line range as its 200-line buckets, lower bucket first.
 
     A missing start reads from line 1; the end is the end line, else start +
-    ``limit`` - 1, else the start (DeerFlow's rule).  A range that is not
-    numeric is kept as written.
+    ``limit`` - 1, else the start (DeerFlow's rule: a read without any of them
+    is a read of line 1, the same read as one of lines 1-200).  A range that is
+    not numeric is kept as written.
     """
     names = (start_arg, end_arg, limit_arg)
     raw = [args.get(name) if name else None for name in names]
-    if all(value is None for value in raw):
-        return selected
     keyed = dict(selected)
     start, end, limit = numbers = [_line_number(value) for value in raw]
     if any(value is not None and number is None for value, number in zip(raw, numbers, strict=True)):
