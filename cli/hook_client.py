@@ -158,8 +158,7 @@ def answer_here(policy: str, stdin: bytes) -> tuple[bytes, bytes]:
     _enable_site()
     from policy.hooks.respond import Responder
 
-    reply = Responder().respond(policy, stdin)
-    return reply.stdout.encode("utf-8", "surrogateescape"), reply.stderr.encode("utf-8", "surrogateescape")
+    return Responder().respond(policy, stdin).encoded()
 
 
 def _options(arguments: list[str]) -> tuple[str, bool] | None:

@@ -554,6 +554,18 @@ def test_a_lone_surrogate_does_not_switch_the_gate_off(any_hook: Hook) -> None:
     assert reply["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
+def test_a_lone_surrogate_in_the_denied_path_is_written_back_as_its_escape(any_hook: Hook) -> None:
+    event = any_hook.event("pre_write_broken_python")
+    event["tool_input"]["file_path"] = str(any_hook.project / "app\ud800.py")  # the denial names it
+
+    done = any_hook.run(json.dumps(event))
+
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    output = json.loads(done.stdout)["hookSpecificOutput"]
+    assert output["permissionDecision"] == "deny"
+    assert "app\ud800.py" in output["permissionDecisionReason"]
+
+
 def test_a_guard_fault_is_reported_to_the_user(hook: Hook, tmp_path: Path) -> None:
     state = tmp_path / "state" / "policyctl"
     state.mkdir(parents=True)

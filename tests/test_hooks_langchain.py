@@ -25,7 +25,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import get_runtime
 from langgraph.types import Command
 
-from policy.hooks.langchain.messages import stopped_ai_message
+from policy.hooks.langchain.messages import message_text, stopped_ai_message
 from policy.hooks.langchain.middleware import HarnessGuardMiddleware
 from policy.model.decision import Decision, RuleRef
 from policy.model.events import Scope
@@ -890,3 +890,120 @@ def test_reset_without_a_thread_forgets_every_thread_and_every_stop(
     result = invoke(again, {"messages": [HumanMessage("go")]}, asynchronous,
                     context={"thread_id": "t1", "run_id": "r"})
     assert final_message(result).text == "done"  # no stop left over for (t1, r)
+
+
+# --- malformed calls, states and outcomes (the agent goes on, the guard says what it could not read) ---
+
+
+DEEP_JSON = "[" * 100_000 + "]" * 100_000
+"""Arguments as a JSON text nested past what Python's parser reads."""
+
+
+@pytest.mark.parametrize("tool_call", [
+    {"id": "c1", "name": "bash", "args": DEEP_JSON},
+    {"id": "c1", "args": {"command": "ls"}},  # no name
+], ids=["args-nested-too-deep", "no-name"])
+def test_a_malformed_tool_call_is_guarded_without_crashing(tool_call: dict[str, Any]) -> None:
+    """As a middleware before the guard may leave a call (an AIMessage validates its calls when made)."""
+    guard = HarnessGuardMiddleware("builtin:deerflow")
+    runtime = _runtime("r")
+    message = turn(call("bash", command="ls"))
+    message.tool_calls[0].clear()
+    message.tool_calls[0].update(tool_call)
+
+    assert guard.after_model(_state(message), runtime) is None
+    answered = guard.wrap_tool_call(_request(tool_call, runtime),
+                                    lambda request: ToolMessage(content="same", tool_call_id="c1"))
+
+    assert isinstance(answered, ToolMessage) and answered.text.startswith("same")
+
+
+def test_messages_that_are_not_a_list_are_no_model_turn() -> None:
+    guard = HarnessGuardMiddleware()
+    assert guard.after_model({"messages": turn(call("bash", command="ls"))}, _runtime("r")) is None
+
+
+MISSING_MODULE = "No module named 'yaml'"
+
+
+@pytest.mark.parametrize(("content", "read"), [(None, ""), (MISSING_MODULE.encode(), MISSING_MODULE)],
+                         ids=["none", "bytes"])
+def test_a_tool_message_whose_content_is_not_text_is_read_as_its_text(content: Any, read: str) -> None:
+    guard = HarnessGuardMiddleware()
+    runtime = _runtime("r")
+    tool_call = call("bash", command="python app.py")
+
+    def answered(request: ToolCallRequest) -> ToolMessage:
+        message = _ok(request).model_copy(update={"content": content, "status": "error"})
+        assert message.content is content  # as an inner middleware may leave it
+        return message
+
+    guard.after_model(_state(turn(tool_call)), runtime)
+    outcome = guard.wrap_tool_call(_request(tool_call, runtime), answered)
+
+    assert isinstance(outcome, ToolMessage)
+    text = message_text(outcome.content)
+    assert text.startswith(read)
+    if read:  # the missing module's hint follows the error
+        assert "yaml" in text[len(read):]
+
+
+def test_an_outcome_of_plain_text_is_read_and_one_of_nothing_is_reported(
+        caplog: pytest.LogCaptureFixture) -> None:
+    guard = HarnessGuardMiddleware()
+    runtime = _runtime("r")
+    failed, silent = call("bash", command="python app.py"), call("bash", command="ls")
+
+    guard.after_model(_state(turn(failed, silent)), runtime)
+    error = "Traceback (most recent call last):\nModuleNotFoundError: No module named 'yaml'"
+    text: Any = guard.wrap_tool_call(_request(failed, runtime), lambda request: error)
+    nothing: Any = guard.wrap_tool_call(_request(silent, runtime), lambda request: None)
+
+    assert isinstance(text, str) and text.startswith(error + "\n\n") and "yaml" in text[len(error):]
+    assert nothing is None
+    assert f"tool call {silent['id']} (bash) answered with NoneType, not a ToolMessage" in caplog.text
+
+
+def test_a_command_answering_with_a_message_dict_is_read_and_annotated() -> None:
+    """LangGraph's ToolNode takes a Command whose update holds message dicts; the guard reads the
+    call's own and answers with it annotated, the other messages left as they are."""
+    guard = HarnessGuardMiddleware()
+    runtime = _runtime("r")
+    tool_call = call("bash", command="foo --version")
+    other = {"role": "user", "content": "unrelated"}
+
+    def answered(request: ToolCallRequest) -> Command[Any]:
+        own = {"role": "tool", "content": "bash: foo: command not found", "status": "error",
+               "tool_call_id": request.tool_call["id"]}
+        return Command(update={"messages": [other, own], "files": ["a.py"]})
+
+    guard.after_model(_state(turn(tool_call)), runtime)
+    outcome = guard.wrap_tool_call(_request(tool_call, runtime), answered)
+
+    assert isinstance(outcome, Command) and isinstance(outcome.update, dict)
+    assert outcome.update["files"] == ["a.py"]
+    first, own = outcome.update["messages"]
+    assert first is other
+    assert isinstance(own, ToolMessage) and own.tool_call_id == tool_call["id"] and own.status == "error"
+    assert own.text.startswith("bash: foo: command not found\n\n[HINT]")
+    assert own.additional_kwargs["policy"]["signature"] == "COMMAND_NOT_FOUND"
+
+
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise KeyError("no message")
+
+
+@sync_and_async
+def test_a_tool_exception_that_cannot_be_printed_is_still_re_raised_unchanged(
+        workspace: Workspace, asynchronous: bool) -> None:
+    @tool
+    def explode() -> str:
+        """Fail."""
+        raise _Unprintable()
+
+    agent = create_agent(model(turn(call("explode")), answer()), tools=[explode],
+                         middleware=[HarnessGuardMiddleware()])
+
+    with pytest.raises(_Unprintable):
+        invoke(agent, {"messages": [HumanMessage("go")]}, asynchronous)

@@ -134,8 +134,7 @@ class Resident:
                     connection.sendall(RETRY)
                     return
                 reply = self.responder.respond(policy.decode("utf-8", "surrogateescape"), stdin)
-                out = reply.stdout.encode("utf-8", "surrogateescape")
-                err = reply.stderr.encode("utf-8", "surrogateescape")
+                out, err = reply.encoded()
                 connection.sendall(MAGIC + f" {len(out)} {len(err)}\n".encode() + out + err)
         except OSError:
             pass  # the hook process went away; it answers by itself

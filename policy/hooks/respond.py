@@ -42,6 +42,13 @@ class Reply(NamedTuple):
     stdout: str = ""
     stderr: str = ""
 
+    def encoded(self) -> tuple[bytes, bytes]:
+        """Both texts as UTF-8.  A lone surrogate (an event's JSON may hold one as a ``\\ud800``
+        escape, and a denial quotes the path it named) is written as that escape again: valid
+        JSON with the same string on stdout, readable on stderr."""
+        return (self.stdout.encode("utf-8", "backslashreplace"),
+                self.stderr.encode("utf-8", "backslashreplace"))
+
 
 class Responder:
     """Answers events; keeps each compiled policy until a file it was built from changes."""

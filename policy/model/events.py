@@ -19,7 +19,7 @@ def _coerce_args(raw: Any) -> dict[str, Any]:
     if isinstance(raw, str):
         try:
             parsed = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past what the parser can read
             return {"input": raw}
         return parsed if isinstance(parsed, dict) else {"input": parsed}
     if raw is None:

@@ -148,7 +148,10 @@ def _error_type(decision: Decision) -> str:
 
 
 def append_text(content: Content, text: str, *, drop_tool_calls: bool = False) -> Content:
-    """``content`` followed by ``text`` after a blank line (a new text block for block lists)."""
+    """``content`` followed by ``text`` after a blank line (a new text block for block lists; a
+    content that is neither, such as None, is read as its text)."""
+    if not isinstance(content, list):
+        content = message_text(content)
     if isinstance(content, str):
         return f"{content.rstrip()}\n\n{text}" if content.strip() else text
     blocks = [block for block in content if not (
@@ -157,9 +160,14 @@ def append_text(content: Content, text: str, *, drop_tool_calls: bool = False) -
 
 
 def message_text(content: Content) -> str:
-    """The text of a message's content (the text blocks of a block list, joined)."""
+    """The text of a message's content (the text blocks of a block list, joined; None is no text,
+    bytes are read as UTF-8, anything else as its ``str``)."""
     if isinstance(content, str):
         return content
+    if not isinstance(content, list):
+        if content is None:
+            return ""
+        return content.decode("utf-8", "replace") if isinstance(content, bytes) else str(content)
     parts = [block if isinstance(block, str) else str(block.get("text", "")) for block in content
              if isinstance(block, str) or block.get("type") == "text"]
     return "\n".join(part for part in parts if part)

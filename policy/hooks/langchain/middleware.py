@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextvars
 import inspect
+import logging
 import os
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -41,7 +42,7 @@ from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain.agents.middleware.types import ModelCallResult
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, convert_to_messages
 from langgraph.config import get_config
 from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt.tool_node import ToolCallRequest
@@ -51,6 +52,7 @@ from langgraph.types import Command
 from policy.hooks.delivery import decision_text, stop_reason
 from policy.hooks.langchain.messages import (
     annotated_tool_message,
+    append_text,
     blocked_tool_message,
     message_text,
     stopped_ai_message,
@@ -66,6 +68,7 @@ from policy.runtime.workspace.listed import ListedWorkspace
 from policy.stores.lru import LruDict
 from policy.stores.memory import MemoryStore, Store
 
+log = logging.getLogger("policy.langchain")
 ToolOutcome = ToolMessage | Command[Any]
 WARNING_MESSAGE_NAME = "loop_warning"
 """The ``name`` of the HumanMessage that carries queued warnings into a model request (DeerFlow's)."""
@@ -309,7 +312,8 @@ class HarnessGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             self._record_stop(scope, _context(request), decision)
         if decision.action == "allow":
             return outcome
-        return _annotated(outcome, call.id, decision)
+        annotated: ToolOutcome = _annotated(outcome, call.id, decision)  # the handler's kind of outcome
+        return annotated
 
     # --- scopes and stops ----------------------------------------------------
 
@@ -358,7 +362,7 @@ def _model_turn(state: Any) -> tuple[AIMessage, list[ToolCall]] | None:
         messages = state.get("messages")
     else:
         messages = getattr(state, "messages", None)
-    if not messages:
+    if not messages or not (type(messages) is list or isinstance(messages, Sequence)):
         return None
     message = messages[-1]
     if not (type(message) is AIMessage or isinstance(message, AIMessage)) or not message.tool_calls:
@@ -366,13 +370,14 @@ def _model_turn(state: Any) -> tuple[AIMessage, list[ToolCall]] | None:
     calls = message.tool_calls
     if len(calls) == 1:  # the common batch, without a comprehension's frame
         call = calls[0]
-        return message, [ToolCall(call.get("id") or "", call["name"], call.get("args") or {})]
-    return message, [ToolCall(call.get("id") or "", call["name"], call.get("args") or {}) for call in calls]
+        return message, [ToolCall(call.get("id") or "", call.get("name") or "", call.get("args") or {})]
+    return message, [ToolCall(call.get("id") or "", call.get("name") or "", call.get("args") or {})
+                     for call in calls]
 
 
 def _tool_call(request: ToolCallRequest) -> ToolCall:
     call = request.tool_call
-    return ToolCall(id=call.get("id") or "", name=call["name"], args=call.get("args") or {})
+    return ToolCall(id=call.get("id") or "", name=call.get("name") or "", args=call.get("args") or {})
 
 
 def _context(request: ToolCallRequest) -> Any:
@@ -399,25 +404,56 @@ def _invocation_control() -> object | None:
     return getattr(runtime, "control", None)
 
 
-def _tool_result(outcome: ToolOutcome, call: ToolCall) -> ToolResult:
+def _tool_result(outcome: object, call: ToolCall) -> ToolResult:
+    """What the call returned, as the guard reads it: its ToolMessage (the outcome, or the one a
+    Command's update holds for it), or a plain text an inner middleware returned.  Anything else
+    is read as an empty result: a Command without one (a hand-off to a parent graph) silently,
+    any other outcome with a log record."""
+    if isinstance(outcome, str):
+        return ToolResult(content=outcome)
     message = _own_message(outcome, call.id)
     if message is None:
+        if not isinstance(outcome, Command):
+            log.warning("tool call %s (%s) answered with %s, not a ToolMessage: its result is not read",
+                        call.id, call.name, type(outcome).__name__)
         return ToolResult(content="")
     return ToolResult(content=message_text(message.content), status=message.status)
 
 
 def _raised(err: Exception) -> ToolResult:
-    return ToolResult(content=f"Error: {type(err).__name__}: {err}", status="error")
+    try:
+        text = str(err)
+    except Exception:  # an exception that cannot say what it is is still the tool's failure
+        text = "(its message could not be read)"
+    return ToolResult(content=f"Error: {type(err).__name__}: {text}", status="error")
 
 
-def _own_message(outcome: ToolOutcome, call_id: str) -> ToolMessage | None:
-    """The ToolMessage answering ``call_id``: the outcome itself, or the one inside a Command's update."""
+def _own_message(outcome: object, call_id: str) -> ToolMessage | None:
+    """The ToolMessage answering ``call_id``: the outcome itself, or the one inside a Command's update
+    (a message there may also be a dict, as LangGraph's message reducer takes it)."""
     if isinstance(outcome, ToolMessage):
         return outcome
+    if not isinstance(outcome, Command):
+        return None
     for message in _command_messages(outcome):
-        if isinstance(message, ToolMessage) and message.tool_call_id == call_id:
-            return message
+        own = _as_tool_message(message)
+        if own is not None and own.tool_call_id == call_id:
+            return own
     return None
+
+
+def _as_tool_message(message: Any) -> ToolMessage | None:
+    """A Command update's message as a ToolMessage: the message, or a ``tool`` message dict made into
+    one (None for anything else)."""
+    if isinstance(message, ToolMessage):
+        return message
+    if not isinstance(message, Mapping) or "tool" not in (message.get("role"), message.get("type")):
+        return None
+    try:
+        converted = convert_to_messages([dict(message)])[0]
+    except Exception:  # not a message LangChain can read: not this call's answer either
+        return None
+    return converted if isinstance(converted, ToolMessage) else None
 
 
 def _command_messages(command: Command[Any]) -> Sequence[Any]:
@@ -426,15 +462,23 @@ def _command_messages(command: Command[Any]) -> Sequence[Any]:
     return messages if isinstance(messages, list) else []
 
 
-def _annotated(outcome: ToolOutcome, call_id: str, decision: Decision) -> ToolOutcome:
+def _annotated(outcome: object, call_id: str, decision: Decision) -> Any:
+    """The outcome with the decision's text: on its ToolMessage, after a plain text an inner
+    middleware returned; any other outcome as it is."""
     if isinstance(outcome, ToolMessage):
         return annotated_tool_message(outcome, decision)
-    own = _own_message(outcome, call_id)
-    if own is None:
+    if isinstance(outcome, str):
+        return append_text(outcome, decision_text(decision))
+    if not isinstance(outcome, Command):
         return outcome
-    assert isinstance(outcome.update, Mapping)
-    messages = [annotated_tool_message(m, decision) if m is own else m for m in _command_messages(outcome)]
-    return replace(outcome, update={**outcome.update, "messages": messages})
+    messages = list(_command_messages(outcome))
+    for index, message in enumerate(messages):
+        own = _as_tool_message(message)
+        if own is not None and own.tool_call_id == call_id:
+            messages[index] = annotated_tool_message(own, decision)
+            assert isinstance(outcome.update, Mapping)
+            return replace(outcome, update={**outcome.update, "messages": messages})
+    return outcome
 
 
 def _not_run_text(stop: Decision) -> str:
