@@ -433,12 +433,17 @@ def _own_message(outcome: object, call_id: str) -> ToolMessage | None:
     (a message there may also be a dict, as LangGraph's message reducer takes it)."""
     if isinstance(outcome, ToolMessage):
         return outcome
-    if not isinstance(outcome, Command):
-        return None
-    for message in _command_messages(outcome):
+    entry = _command_entry(outcome, call_id) if isinstance(outcome, Command) else None
+    return None if entry is None else entry[1]
+
+
+def _command_entry(command: Command[Any], call_id: str) -> tuple[int, ToolMessage] | None:
+    """Where in a Command's update messages the one answering ``call_id`` is, and it as a
+    ToolMessage; None when there is none."""
+    for index, message in enumerate(_command_messages(command)):
         own = _as_tool_message(message)
         if own is not None and own.tool_call_id == call_id:
-            return own
+            return index, own
     return None
 
 
@@ -471,14 +476,14 @@ def _annotated(outcome: object, call_id: str, decision: Decision) -> Any:
         return append_text(outcome, decision_text(decision))
     if not isinstance(outcome, Command):
         return outcome
+    entry = _command_entry(outcome, call_id)
+    if entry is None:
+        return outcome
+    index, own = entry
     messages = list(_command_messages(outcome))
-    for index, message in enumerate(messages):
-        own = _as_tool_message(message)
-        if own is not None and own.tool_call_id == call_id:
-            messages[index] = annotated_tool_message(own, decision)
-            assert isinstance(outcome.update, Mapping)
-            return replace(outcome, update={**outcome.update, "messages": messages})
-    return outcome
+    messages[index] = annotated_tool_message(own, decision)
+    assert isinstance(outcome.update, Mapping)
+    return replace(outcome, update={**outcome.update, "messages": messages})
 
 
 def _not_run_text(stop: Decision) -> str:
